@@ -1,0 +1,168 @@
+"""The book's interactive figures, each a model function plus a drawing.
+
+Chapters call these factories; tests import the same objects and compare what the
+browser and the widget panels show with ``figure.frame(**setting)``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import altair as alt
+import pandas as pd
+
+from perwatt import comparisons
+from perwatt.interactive import Control, InteractiveFigure
+from perwatt.render import SYSTEM_COLOURS
+
+
+def _system_colour(field: str = "system_label", title: str = "System") -> alt.Color:
+    return alt.Color(
+        f"{field}:N",
+        title=title,
+        scale=alt.Scale(domain=list(SYSTEM_COLOURS), range=list(SYSTEM_COLOURS.values())),
+        legend=alt.Legend(orient="top"),
+    )
+
+
+def _model_order() -> list[str]:
+    return list(comparisons.results()["model_label"].drop_duplicates())
+
+
+def _draw_power_basis(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    # A fixed axis over the whole grid keeps the bars' movement visible as controls change.
+    x_scale = alt.Scale(domain=[0, float(grid["ratio"].max()) * 1.08], nice=False)
+    y = alt.Y("model_label:N", title=None, sort=_model_order())
+    tooltip = [
+        alt.Tooltip("model_label:N", title="Model"),
+        alt.Tooltip("baseline_label:N", title="Baseline"),
+        alt.Tooltip("ratio:Q", title="Ratio", format=".2f"),
+        alt.Tooltip("published_ratio:Q", title="Published ratio", format=".1f"),
+        alt.Tooltip("jalapeno_tps_per_kw:Q", title="Jalapeño tokens/s/kW", format=",.0f"),
+        alt.Tooltip("baseline_tps_per_kw:Q", title="Baseline tokens/s/kW", format=",.0f"),
+        alt.Tooltip("jalapeno_tokens_per_s:Q", title="Jalapeño tokens/s per chip", format=",.0f"),
+        alt.Tooltip("baseline_tokens_per_s:Q", title="Baseline tokens/s per GPU", format=",.0f"),
+    ]
+    bars = base.mark_bar(color=SYSTEM_COLOURS["Jalapeño"], height=26).encode(
+        x=alt.X("ratio:Q", title="Jalapeño ÷ baseline, tokens/s/kW", scale=x_scale),
+        y=y,
+        tooltip=tooltip,
+    )
+    labels = base.mark_text(align="left", dx=4, fontSize=13).encode(
+        x=alt.X("ratio:Q", scale=x_scale), y=y, text=alt.Text("ratio:Q", format=".2f")
+    )
+    published = base.mark_tick(color="black", thickness=3, size=34).encode(
+        x=alt.X("published_ratio:Q", scale=x_scale),
+        y=y,
+        tooltip=[alt.Tooltip("published_ratio:Q", title="Published ratio", format=".1f")],
+    )
+    parity = (
+        alt.Chart(pd.DataFrame({"parity": [1.0]}))
+        .mark_rule(strokeDash=[4, 3])
+        .encode(x=alt.X("parity:Q", scale=x_scale))
+    )
+    return alt.layer(parity, bars, published, labels).properties(
+        width=520,
+        height=150,
+        title=alt.TitleParams(
+            "Per-watt ratio on the chosen power basis",
+            subtitle="Black tick: the ratio as published. Dashed line: parity.",
+        ),
+    )
+
+
+@cache
+def power_basis() -> InteractiveFigure:
+    """Figure: how the per-watt ratio moves when each side is charged different watts."""
+    measured = comparisons.power_w("jalapeno", "chip_measured")
+    rated = comparisons.power_w("jalapeno", "chip_rated")
+    all_in = sorted({comparisons.power_w(s, "all_in_provisioned") for s in ("gb200", "gb300")})
+    return InteractiveFigure(
+        name="power-basis",
+        description=(
+            "Bar chart: Jalapeño's tokens per second per kilowatt divided by its NVIDIA "
+            "baseline's, for each of the three models, when the same served tokens are "
+            "divided by the chosen watts. A tick marks the ratio the articles published."
+        ),
+        controls=(
+            Control(
+                "published_basis", "Published TPS/kW divided by:",
+                ("chip_rated", "jalapeno_measured"), "chip_rated", "radio",
+                ("every chip's rating", f"Jalapeño's measured ≤{measured:,.0f} W, baselines rated"),
+            ),
+            Control.slider("jalapeno_power_w", "Watts charged to each Jalapeño chip:",
+                           400, 2100, 50, rated, unit="W"),
+            Control(
+                "baseline_basis", "Watts charged to each NVIDIA GPU:",
+                ("chip_rated", "all_in_provisioned"), "chip_rated", "radio",
+                ("rated GPU power", "InferenceX all-in (" + " / ".join(f"{w:,.0f}" for w in all_in) + " W)"),
+            ),
+        ),
+        compute=comparisons.basis_comparison,
+        draw=_draw_power_basis,
+        keys=("model",),
+        values=("ratio", "jalapeno_tps_per_kw", "baseline_tps_per_kw"),
+    )
+
+
+def _draw_energy_cost(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    costs = grid["cost_usd_per_million_tokens"]
+    # Price and PUE only scale every point; a fixed log axis shows that as a shift.
+    x = alt.X(
+        "cost_usd_per_million_tokens:Q",
+        title="Electricity cost, US$ per million tokens (log scale)",
+        scale=alt.Scale(type="log", domain=[float(costs.min()) / 1.5, float(costs.max()) * 1.5], nice=False),
+        axis=alt.Axis(format="$.2~g"),
+    )
+    y = alt.Y("model_label:N", title=None, sort=_model_order())
+    offset = alt.YOffset("system_label:N", sort=list(SYSTEM_COLOURS))
+    tooltip = [
+        alt.Tooltip("model_label:N", title="Model"),
+        alt.Tooltip("system_label:N", title="System"),
+        alt.Tooltip("cost_usd_per_million_tokens:Q", title="US$ per million tokens", format="$.3~g"),
+        alt.Tooltip("kwh_per_million_tokens:Q", title="kWh per million tokens", format=".3~g"),
+        alt.Tooltip("joules_per_token:Q", title="J per token", format=".3~g"),
+    ]
+    points = base.mark_point(filled=True, size=140).encode(
+        x=x, y=y, yOffset=offset, color=_system_colour(), tooltip=tooltip
+    )
+    labels = base.mark_text(align="left", dx=9, fontSize=12).encode(
+        x=x, y=y, yOffset=offset, text=alt.Text("cost_usd_per_million_tokens:Q", format="$.2~g")
+    )
+    return alt.layer(points, labels).properties(
+        width=520,
+        height=alt.Step(22),
+        title=alt.TitleParams(
+            "Electricity cost per million tokens",
+            subtitle="From the published TPS/kW, on whatever power basis it used.",
+        ),
+    )
+
+
+@cache
+def energy_cost() -> InteractiveFigure:
+    """Figure: electricity cost per million tokens by price, PUE and token denominator."""
+    return InteractiveFigure(
+        name="energy-cost",
+        description=(
+            "Dot plot on a logarithmic axis: electricity cost in US dollars per million "
+            "tokens for each model and system, from the published tokens per second per "
+            "kilowatt, at the chosen electricity price, PUE and token count."
+        ),
+        controls=(
+            Control.slider("price_usd_per_kwh", "Electricity price, $/kWh:", 0.02, 0.30, 0.02, 0.08,
+                           unit="USD/kWh", decimals=2),
+            Control.slider("pue", "PUE:", 1.0, 1.5, 0.1, 1.0, decimals=1),
+            Control("tokens", "Count tokens:", ("all", "output"), "all", "radio",
+                    ("input + output (as published)", "output only")),
+        ),
+        compute=comparisons.energy_costs,
+        draw=_draw_energy_cost,
+        keys=("model", "system"),
+        values=("cost_usd_per_million_tokens", "joules_per_token"),
+    )
+
+
+def all_figures() -> list[InteractiveFigure]:
+    """Every interactive figure in the book, for tests and benchmarks."""
+    return [power_basis(), energy_cost()]

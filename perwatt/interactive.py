@@ -1,0 +1,273 @@
+"""Interactive figures that recompute in both worlds from one model function.
+
+An :class:`InteractiveFigure` pairs a model function (a setting of its controls in, a
+tidy DataFrame out) with a drawing function (a filtered Altair chart and the whole grid
+in, a chart out; the grid lets a drawing fix its scales so they hold still while the
+controls move).
+
+* :meth:`InteractiveFigure.chart` is the **static-site** view: the model is evaluated
+  once per point of the controls' grid, and the chart carries those rows; Altair
+  parameters bound to sliders, radios and dropdowns filter them in the browser. What a
+  reader sees at any control setting is therefore exactly what the Python model
+  computed for it, with no formula written again in JavaScript.
+* :meth:`InteractiveFigure.panel` is the **live-kernel** view: an ipywidgets panel whose
+  controls call the model in Python and redraw the same chart in place. In the static
+  build it is replaced by a one-line note, so the site never shows a dead control.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import altair as alt
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+from perwatt import render
+
+WidgetKind = Literal["slider", "radio", "select"]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One input of a figure: its name (the model's keyword argument), label and grid.
+
+    ``options`` is the grid the static site precomputes; a slider's options must be
+    evenly spaced so a range input can step through them exactly.
+    """
+
+    name: str
+    label: str
+    options: tuple[Any, ...]
+    default: Any
+    widget: WidgetKind = "slider"
+    option_labels: tuple[str, ...] | None = None
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.default not in self.options:
+            raise ValueError(f"control {self.name!r}: default {self.default!r} is not among its options")
+        if self.option_labels is not None and len(self.option_labels) != len(self.options):
+            raise ValueError(f"control {self.name!r}: option_labels must match options one to one")
+        if self.widget == "slider":
+            steps = np.diff(np.asarray(self.options, dtype=float))
+            if len(steps) == 0 or not np.allclose(steps, steps[0], rtol=1e-9, atol=1e-12) or steps[0] <= 0:
+                raise ValueError(f"control {self.name!r}: slider options must rise in equal steps")
+
+    @classmethod
+    def slider(cls, name: str, label: str, start: float, stop: float, step: float,
+               default: float, unit: str = "", decimals: int = 6) -> "Control":
+        """A slider from ``start`` to ``stop`` inclusive, in steps of ``step``."""
+        count = int(round((stop - start) / step)) + 1
+        options = tuple(float(round(start + i * step, decimals)) for i in range(count))
+        return cls(name, label, options, float(round(default, decimals)), "slider", unit=unit)
+
+    @property
+    def step(self) -> float:
+        return float(self.options[1]) - float(self.options[0])
+
+    def label_for(self, value: Any) -> str:
+        if self.option_labels is None:
+            return str(value)
+        return self.option_labels[self.options.index(value)]
+
+    def binding(self) -> alt.Binding:
+        """The Vega-Lite input element for this control."""
+        if self.widget == "slider":
+            return alt.binding_range(
+                min=self.options[0], max=self.options[-1], step=self.step, name=self.label + " "
+            )
+        labels = list(self.option_labels) if self.option_labels else None
+        make = alt.binding_radio if self.widget == "radio" else alt.binding_select
+        return make(options=list(self.options), labels=labels, name=self.label + " ")
+
+    def param(self) -> alt.Parameter:
+        return alt.param(name=self.name, value=self.default, bind=self.binding())
+
+    def filter_expression(self) -> str:
+        """Vega expression keeping the grid rows that match the control's current value."""
+        if self.widget == "slider":
+            # Range inputs return decimal strings parsed to the nearest double; compare with slack.
+            return f"abs(datum['{self.name}'] - {self.name}) < {self.step / 1000:g}"
+        return f"datum['{self.name}'] == {self.name}"
+
+    def ipywidget(self) -> widgets.Widget:
+        style = {"description_width": "initial"}
+        layout = widgets.Layout(width="auto")
+        if self.widget == "slider":
+            decimals = max(0, -int(np.floor(np.log10(self.step)))) if self.step < 1 else 0
+            return widgets.FloatSlider(
+                value=self.default, min=self.options[0], max=self.options[-1], step=self.step,
+                description=self.label, readout_format=f".{decimals}f", style=style,
+                continuous_update=True, layout=widgets.Layout(width="28em"),
+            )
+        choices = [(self.label_for(v), v) for v in self.options]
+        if self.widget == "radio":
+            return widgets.RadioButtons(options=choices, value=self.default,
+                                        description=self.label, style=style, layout=layout)
+        return widgets.Dropdown(options=choices, value=self.default,
+                                description=self.label, style=style, layout=layout)
+
+
+@dataclass(frozen=True)
+class InteractiveFigure:
+    """A figure whose data comes from ``compute(**setting)`` and whose look from ``draw``.
+
+    ``keys`` identify a row of the model's output and ``values`` are the numbers the chart
+    shows; tests compare exactly these between the model, the browser and the panel.
+    """
+
+    name: str
+    description: str
+    controls: tuple[Control, ...]
+    compute: Callable[..., pd.DataFrame]
+    draw: Callable[[alt.Chart, pd.DataFrame], alt.TopLevelMixin]
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+
+    def control(self, name: str) -> Control:
+        for c in self.controls:
+            if c.name == name:
+                return c
+        raise KeyError(f"figure {self.name!r} has no control {name!r}")
+
+    def defaults(self) -> dict[str, Any]:
+        return {c.name: c.default for c in self.controls}
+
+    def frame(self, **setting: Any) -> pd.DataFrame:
+        """The model's rows at one setting (defaults for controls not given)."""
+        unknown = set(setting) - {c.name for c in self.controls}
+        if unknown:
+            raise ValueError(f"figure {self.name!r} has no control(s) {sorted(unknown)}")
+        full = {**self.defaults(), **setting}
+        out = self.compute(**full)
+        missing = [c for c in (*self.keys, *self.values) if c not in out]
+        if missing:
+            raise ValueError(f"figure {self.name!r}: model output lacks column(s) {missing}")
+        return out.assign(**full)
+
+    def settings(self) -> Iterator[dict[str, Any]]:
+        """Every point of the controls' grid."""
+        names = [c.name for c in self.controls]
+        for combo in itertools.product(*(c.options for c in self.controls)):
+            yield dict(zip(names, combo))
+
+    @cached_property
+    def grid(self) -> pd.DataFrame:
+        """The model evaluated at every grid point, one block of rows per setting."""
+        return pd.concat([self.frame(**s) for s in self.settings()], ignore_index=True)
+
+    def _usermeta(self) -> dict:
+        return {"perwatt": {"figure": self.name, "keys": list(self.keys), "values": list(self.values),
+                            "controls": [c.name for c in self.controls]}}
+
+    def _finish(self, chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+        return chart.properties(description=self.description, usermeta=self._usermeta())
+
+    def chart(self) -> alt.TopLevelMixin:
+        """The static-site figure: the whole grid, filtered in the browser by bound controls."""
+        condition = " && ".join(c.filter_expression() for c in self.controls)
+        params = [c.param() for c in self.controls]
+        # Draw once to learn which columns the chart reads, then ship only those, as CSV.
+        probe = self.draw(alt.Chart(self.grid), self.grid).to_dict(validate=False)
+        wanted = _referenced_fields(probe) | set(self.keys) | set(self.values) | {c.name for c in self.controls}
+        shipped = self.grid[[c for c in self.grid.columns if c in wanted]]
+        base = alt.Chart(csv_data(shipped)).transform_filter(condition)
+        return self._finish(self.draw(base, self.grid).add_params(*params))
+
+    def chart_at(self, **setting: Any) -> alt.TopLevelMixin:
+        """The same figure at one setting, without controls (what a live panel shows)."""
+        return self._finish(self.draw(alt.Chart(self.frame(**setting)), self.grid))
+
+    def panel(self):
+        """A live ipywidgets panel in a kernel; a one-line note in the static build."""
+        if render.is_static():
+            return LiveOnlyNote(self.name)
+        return FigurePanel(self)
+
+
+def _referenced_fields(spec: object) -> set[str]:
+    """Every ``"field"`` a Vega-Lite spec (or part of one) refers to."""
+    found: set[str] = set()
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key == "field" and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _referenced_fields(value)
+    elif isinstance(spec, list):
+        for item in spec:
+            found |= _referenced_fields(item)
+    return found
+
+
+def csv_data(frame: pd.DataFrame) -> alt.InlineData:
+    """Inline chart data as CSV text with explicit column types.
+
+    CSV is about a third the size of JSON records for these grids, and Python writes
+    floats in their shortest round-trip form, so the browser parses back the very
+    doubles the model computed.
+    """
+    parse = {c: "number" if pd.api.types.is_numeric_dtype(frame[c]) else "string" for c in frame.columns}
+    for column, kind in parse.items():
+        if kind == "string" and frame[column].astype(str).str.contains(r'[",\n]').any():
+            raise ValueError(f"column {column!r} holds text that needs CSV quoting; keep labels plain")
+    text = frame.to_csv(index=False, lineterminator="\n")
+    return alt.InlineData(values=text, format=alt.DataFormat(type="csv", parse=parse))
+
+
+def parse_csv_data(data: dict) -> pd.DataFrame:
+    """Read back the rows of a chart's inline CSV data (the inverse of :func:`csv_data`)."""
+    import io
+
+    return pd.read_csv(io.StringIO(data["values"]), keep_default_na=False)
+
+
+class LiveOnlyNote:
+    """What a panel cell shows in the static site instead of controls that would do nothing."""
+
+    def __init__(self, figure_name: str) -> None:
+        self.figure_name = figure_name
+
+    def _repr_html_(self) -> str:
+        return (
+            '<p class="perwatt-live-note">Run this cell in Jupyter to get a panel that '
+            "recomputes the figure above through Python. On this page the figure's own "
+            "controls already recompute it in your browser.</p>"
+        )
+
+
+class FigurePanel(widgets.VBox):
+    """Controls plus the figure; moving a control recomputes through Python and redraws in place."""
+
+    def __init__(self, figure: InteractiveFigure) -> None:
+        self.figure = figure
+        self.controls = {c.name: c.ipywidget() for c in figure.controls}
+        self.view = alt.JupyterChart(figure.chart_at(**self.setting))
+        for widget in self.controls.values():
+            widget.observe(self._redraw, names="value")
+        box = widgets.Box(list(self.controls.values()),
+                          layout=widgets.Layout(flex_flow="row wrap", gap="0.5em 1.5em"))
+        super().__init__([box, self.view])
+
+    @property
+    def setting(self) -> dict[str, Any]:
+        return {name: widget.value for name, widget in self.controls.items()}
+
+    def _redraw(self, _change: dict) -> None:
+        # Assigning a new chart updates the widget's spec; the front end redraws the same view.
+        self.view.chart = self.figure.chart_at(**self.setting)
+
+    def shown_data(self) -> pd.DataFrame:
+        """The rows the front end has been sent, read back from the widget's spec."""
+        spec = self.view.spec
+        datasets = spec.get("datasets", {})
+        if len(datasets) < 1:
+            raise AssertionError("the panel's spec carries no dataset")
+        # The model's rows are the largest dataset; others are decorations such as a parity line.
+        return pd.DataFrame(max(datasets.values(), key=len))

@@ -1,0 +1,105 @@
+"""How charts reach the reader: one setup call, two modes.
+
+Every chapter calls :func:`setup` from a hidden first cell.
+
+* **Static mode** (the book build; :mod:`perwatt.sphinxext` sets ``PERWATT_RENDER=static``
+  for the kernels it starts): Altair charts render as a ``<div>`` plus the Vega-Lite spec
+  in an inert ``<script type="application/json">``. The site's own vendored Vega bundle
+  and ``perwatt-charts.js`` draw them; nothing is fetched from another host. Element ids
+  are derived from the spec, so two builds of the same source give the same HTML.
+* **Live mode** (JupyterLab, Notebook, VS Code): charts render through Altair's
+  ``JupyterChart`` widget with its JavaScript taken from vl-convert, so they work
+  offline too, and widget panels can redraw them in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+
+import altair as alt
+import numpy as np
+
+MODE_VARIABLE = "PERWATT_RENDER"
+STATIC_RENDERER = "perwatt-static"
+THEME = "perwatt"
+
+#: Colours by system, shared by every chart so a system looks the same everywhere.
+SYSTEM_COLOURS = {"Jalapeño": "#c2410c", "GB200": "#15803d", "GB300": "#1d4ed8"}
+
+
+def is_static() -> bool:
+    """True while the book is being built (charts must render without a kernel)."""
+    return os.environ.get(MODE_VARIABLE, "").lower() == "static"
+
+
+def spec_json(spec: dict) -> str:
+    """Canonical JSON for a spec: sorted keys, no spaces, so equal specs give equal text."""
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def chart_id(spec: dict) -> str:
+    """A deterministic element id for a chart, derived from its spec."""
+    return "pw-chart-" + hashlib.sha256(spec_json(spec).encode("utf-8")).hexdigest()[:12]
+
+
+def chart_html(spec: dict) -> str:
+    """The static-site HTML for one chart: a container and its spec as inert JSON."""
+    cid = chart_id(spec)
+    meta = spec.get("usermeta", {}).get("perwatt", {})
+    figure = html.escape(meta.get("figure", ""), quote=True)
+    description = html.escape(spec.get("description", ""), quote=True)
+    # "</" inside the JSON would end the script element early.
+    payload = spec_json(spec).replace("</", "<\\/").replace("<!--", "<\\!--")
+    return (
+        f'<div class="perwatt-chart" id="{cid}" data-figure="{figure}" role="figure" '
+        f'aria-label="{description}"></div>\n'
+        f'<script type="application/json" class="perwatt-spec" data-target="{cid}">{payload}</script>\n'
+        '<noscript><p class="perwatt-noscript">This chart needs JavaScript; '
+        "its data is in the table beside it.</p></noscript>"
+    )
+
+
+def static_renderer(spec: dict, **metadata: object) -> dict[str, str]:
+    """Altair renderer for the static site: HTML only, no CDN, no inline code."""
+    return {"text/html": chart_html(spec)}
+
+
+def _theme() -> alt.theme.ThemeConfig:
+    return alt.theme.ThemeConfig(
+        config={
+            "view": {"continuousWidth": 520, "continuousHeight": 260, "stroke": None},
+            "font": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+            "axis": {"labelFontSize": 12, "titleFontSize": 13},
+            "legend": {"labelFontSize": 12, "titleFontSize": 13},
+            "title": {"fontSize": 15, "anchor": "start"},
+        }
+    )
+
+
+def setup() -> None:
+    """Configure Altair and pandas for the current mode. Safe to call more than once."""
+    alt.theme.register(THEME, enable=True)(_theme)
+    # Grids precomputed for in-browser recomputation can exceed Altair's 5,000-row guard.
+    alt.data_transformers.disable_max_rows()
+    if is_static():
+        alt.renderers.register(STATIC_RENDERER, static_renderer)
+        alt.renderers.enable(STATIC_RENDERER)
+    else:
+        alt.JupyterChart.enable_offline()
+        alt.renderers.enable("jupyter", offline=True)
+
+
+def glue(name: str, value: object) -> None:
+    """Store a computed value for the prose (``{glue:text}`name:format```), without showing it.
+
+    NumPy scalars become plain Python numbers first, so format specs such as ``:.2f``
+    apply to the number rather than to its ``np.float64(...)`` representation.
+    """
+    from myst_nb import glue as myst_glue
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    myst_glue(name, value, display=False)

@@ -1,0 +1,80 @@
+"""Sphinx extension that keeps the built book offline and its charts alive without a kernel.
+
+Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
+
+* tells the kernels that execute the chapters to render charts for the static site
+  (``PERWATT_RENDER=static``, inherited by every kernel the build starts);
+* writes Vega, Vega-Lite and vega-embed as one shared, vendored ES module, taken from
+  vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
+  every chart on a page;
+* serves MathJax from the site itself;
+* removes the two script errors a stock Jupyter Book 1 page raises (Thebe's duplicate
+  ``THEBE_JS_URL`` declaration and the theme's empty colour mode).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+from perwatt import render
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def vega_bundle_name() -> str:
+    import altair as alt
+
+    return f"perwatt-vega-{alt.SCHEMA_VERSION.lstrip('v')}.js"
+
+
+def write_vega_bundle(directory: Path) -> Path:
+    """Write the vendored Vega bundle into ``directory`` (only if its content changed)."""
+    import vl_convert
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    target = directory / vega_bundle_name()
+    # The bundle defines window.vegaEmbed; it is an ES module and must be loaded as one.
+    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    directory.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_text(encoding="utf-8") != bundle:
+        target.write_text(bundle, encoding="utf-8")
+    return target
+
+
+def _config_inited(app: Sphinx, config) -> None:
+    os.environ[render.MODE_VARIABLE] = "static"
+    generated = Path(app.doctreedir) / "perwatt-static"
+    write_vega_bundle(generated)
+    config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    # sphinx-book-theme reads this; an empty value makes the theme log a console error.
+    config.html_context = {**config.html_context, "default_mode": "light"}
+
+
+def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """sphinx-thebe and the book theme both declare THEBE_JS_URL; keep one declaration."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen_thebe_config = False
+    kept = []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body", "") or ""
+        if "THEBE_JS_URL" in body:
+            if seen_thebe_config:
+                continue
+            seen_thebe_config = True
+        kept.append(script)
+    context["script_files"] = kept
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _config_inited)
+    app.connect("html-page-context", _drop_duplicate_thebe)
+    # Module scripts run in document order after parsing: the bundle, then the loader.
+    app.add_js_file(vega_bundle_name(), type="module", priority=600)
+    app.add_js_file("perwatt-charts.js", type="module", priority=601)
+    app.add_css_file("perwatt.css")
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
