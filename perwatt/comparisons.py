@@ -8,6 +8,7 @@ column says why; nothing is filled in.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -32,16 +33,22 @@ def _labels(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     if "model" in out:
         out["model_label"] = out["model"].map(data.load("models").set_index("model")["label"])
+    systems = data.load("systems").set_index("system")["label"]
     for column in ("system", "baseline"):
         if column in out:
-            labels = data.load("systems").set_index("system")["label"]
-            out[f"{column}_label"] = out[column].map(labels)
+            out[f"{column}_label"] = out[column].map(systems)
     return out
 
 
 def results() -> pd.DataFrame:
     """The benchmark table, one row per model and system, one column per metric (as reported)."""
-    long = data.load("benchmark_results")
+    # Figures evaluate the model at every grid point; build the table once per data folder.
+    return _results(str(data.data_dir())).copy()
+
+
+@cache
+def _results(directory: str) -> pd.DataFrame:
+    long = data.load("benchmark_results", directory)
     wide = long.pivot(index=["model", "system"], columns="metric", values="value").reset_index()
     wide.columns.name = None
     order = {m: i for i, m in enumerate(data.load("models")["model"])}
@@ -53,6 +60,11 @@ def results() -> pd.DataFrame:
 
 def pairs() -> pd.DataFrame:
     """One row per model: Jalapeño's reported TPS/kW beside its baseline's, and the published ratio."""
+    return _pairs(str(data.data_dir())).copy()
+
+
+@cache
+def _pairs(directory: str) -> pd.DataFrame:
     table = results()
     candidate = table[table["system"] == CANDIDATE].set_index("model")
     baseline = table[table["system"] != CANDIDATE].set_index("model")
@@ -73,8 +85,16 @@ def pairs() -> pd.DataFrame:
 
 def power_w(system: str, basis: str) -> float:
     """Watts for one system on one basis; NaN where the data says unknown."""
-    power = data.load("power").set_index(["system", "basis"])
-    return float(power.loc[(system, basis), "power_w"])
+    table = _power_lookup(str(data.data_dir()))
+    if (system, basis) not in table:
+        raise ValueError(f"no power figure for system {system!r} on basis {basis!r} in power.csv")
+    return table[(system, basis)]
+
+
+@cache
+def _power_lookup(directory: str) -> dict[tuple[str, str], float]:
+    power = data.load("power", directory)
+    return {(s, b): float(w) for s, b, w in zip(power["system"], power["basis"], power["power_w"])}
 
 
 def power_table() -> pd.DataFrame:

@@ -218,8 +218,12 @@ def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
 
 
 def clear_cache() -> None:
-    """Forget loaded files (after editing them in a live session)."""
+    """Forget loaded files and the tables built from them (after editing data in a live session)."""
     _load_cached.cache_clear()
+    from perwatt import comparisons
+
+    for cached in (comparisons._results, comparisons._pairs, comparisons._power_lookup):
+        cached.cache_clear()
 
 
 def source_title(source_id: str) -> str:

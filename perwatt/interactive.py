@@ -69,7 +69,8 @@ class Control:
 
     @property
     def step(self) -> float:
-        return float(self.options[1]) - float(self.options[0])
+        # Rounded so that 1.1 - 1.0 is the 0.1 a range input needs to reach its maximum exactly.
+        return round(float(self.options[1]) - float(self.options[0]), 12)
 
     def label_for(self, value: Any) -> str:
         if self.option_labels is None:

@@ -51,6 +51,9 @@ def _checked(
         isinstance(value, (np.ndarray, pd.Series)) and value.dtype == bool
     ):
         raise ValueError(f"{name} must be a number, got a boolean")
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if isinstance(value, (str, bytes)) or kind in ("O", "U", "S"):
+        raise ValueError(f"{name} must be a number (or array of numbers), got {value!r}")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):

@@ -4,6 +4,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 
 * tells the kernels that execute the chapters to render charts for the static site
   (``PERWATT_RENDER=static``, inherited by every kernel the build starts);
+* clears jupyter-cache when the package or the data changed, since the cache only sees
+  the chapters' own cells;
 * writes Vega, Vega-Lite and vega-embed as one shared, vendored ES module, taken from
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
   every chart on a page;
@@ -14,7 +16,9 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -44,8 +48,41 @@ def write_vega_bundle(directory: Path) -> Path:
     return target
 
 
+def model_fingerprint() -> str:
+    """A hash of everything the chapters compute from besides their own text: the package and data/."""
+    from perwatt import data
+
+    digest = hashlib.sha256()
+    files = sorted(Path(__file__).parent.rglob("*.py")) + sorted(data.data_dir().glob("*"))
+    for path in files:
+        if path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _invalidate_stale_cache(app: Sphinx, config) -> None:
+    """jupyter-cache keys on a notebook's own cells; a change to the model must re-execute too."""
+    cache_path = getattr(config, "nb_execution_cache_path", "") or str(Path(app.outdir).parent / ".jupyter_cache")
+    cache = Path(cache_path)
+    stamp = cache / "perwatt-model.sha256"
+    fingerprint = model_fingerprint()
+    changed = not stamp.exists() or stamp.read_text() != fingerprint
+    if changed and cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(fingerprint)
+    app.perwatt_model_changed = changed  # read by _reread_all_if_model_changed
+
+
+def _reread_all_if_model_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Sphinx only re-reads edited sources; after a model change every chapter must run again."""
+    return sorted(env.found_docs) if getattr(app, "perwatt_model_changed", False) else []
+
+
 def _config_inited(app: Sphinx, config) -> None:
     os.environ[render.MODE_VARIABLE] = "static"
+    _invalidate_stale_cache(app, config)
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
@@ -67,14 +104,22 @@ def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context
                 continue
             seen_thebe_config = True
         kept.append(script)
-    context["script_files"] = kept
+    scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
+
+
+def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Load Vega only on pages that have charts; the browser caches it across them."""
+    if 'class="perwatt-spec"' not in context.get("body", ""):
+        return
+    # Module scripts run in document order after parsing: the bundle, then the loader.
+    app.add_js_file(vega_bundle_name(), type="module", priority=600)
+    app.add_js_file("perwatt-charts.js", type="module", priority=601)
 
 
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _config_inited)
+    app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("html-page-context", _drop_duplicate_thebe)
-    # Module scripts run in document order after parsing: the bundle, then the loader.
-    app.add_js_file(vega_bundle_name(), type="module", priority=600)
-    app.add_js_file("perwatt-charts.js", type="module", priority=601)
+    app.connect("html-page-context", _add_chart_scripts)
     app.add_css_file("perwatt.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,226 @@
+"""The built site in a real Chromium, served on 127.0.0.1 with every other host cut off.
+
+Every page: no page errors, no console errors, no request to another origin, every chart
+drawn. Every bound control on every chart: move the real input element the way a reader
+would (keyboard on sliders, clicks on radios, choices in dropdowns), then check that the
+data behind the chart's marks changed and equals the Python model at that setting.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perwatt import figures
+from perwatt.interactive import Control, InteractiveFigure
+
+pytestmark = pytest.mark.browser
+FIGURES = {f.name: f for f in figures.all_figures()}
+
+# Reads, for one chart, the rows behind every mark: the data each mark is drawn from,
+# after the chart's own filters have run.
+MARK_DATA = """
+(id) => {
+  const result = window.perwatt.embeds[id];
+  const names = new Set();
+  const walk = (marks) => (marks || []).forEach((m) => {
+    if (m.from && m.from.data) names.add(m.from.data);
+    walk(m.marks);
+  });
+  walk(result.vgSpec.marks);
+  const out = {};
+  for (const name of names) out[name] = result.view.data(name).map((row) => ({ ...row }));
+  return out;
+}
+"""
+
+
+def reader_pages(site: Path) -> list[str]:
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if "_static" not in p.relative_to(site).parts
+    )
+
+
+class PageVisit:
+    """A page opened in a fresh context that records errors and blocks other origins."""
+
+    def __init__(self, browser, site_url: str, path: str) -> None:
+        self.errors: list[str] = []
+        self.off_origin: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.route("**/*", self._route(site_url))
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+        self.page.on("console", lambda msg: self.errors.append(f"console {msg.type}: {msg.text}")
+                     if msg.type == "error" else None)
+        self.page.goto(f"{site_url}/{path}", wait_until="load")
+        self.page.wait_for_function("() => !window.perwatt || window.perwatt.ready !== undefined")
+        self.page.evaluate("() => window.perwatt && window.perwatt.ready")
+
+    def _route(self, site_url: str):
+        def handle(route) -> None:
+            url = route.request.url
+            if url.startswith(site_url + "/") or url.startswith(("data:", "blob:")):
+                route.continue_()
+            else:
+                self.off_origin.append(url)
+                route.abort()
+        return handle
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def pages_checked(site, site_url, browser):
+    visits = {}
+    for path in reader_pages(site):
+        visit = PageVisit(browser, site_url, path)
+        charts = visit.page.evaluate(
+            "() => Array.from(document.querySelectorAll('.perwatt-chart'), (c) => "
+            "({id: c.id, figure: c.dataset.figure, rendered: c.dataset.rendered, "
+            "svg: !!c.querySelector('svg .mark-group, svg g')}))"
+        )
+        mathjax = visit.page.evaluate("() => document.querySelectorAll('mjx-container').length")
+        visits[path] = {"errors": list(visit.errors), "off_origin": list(visit.off_origin),
+                        "charts": charts, "mathjax": mathjax}
+        visit.close()
+    return visits
+
+
+def test_every_reader_page_was_visited(pages_checked):
+    assert {"index.html", "chapters/intro.html", "chapters/per-watt.html", "search.html"} <= set(pages_checked)
+
+
+def test_no_page_or_console_errors(pages_checked):
+    assert {p: v["errors"] for p, v in pages_checked.items() if v["errors"]} == {}
+
+
+def test_no_request_leaves_the_site(pages_checked):
+    assert {p: v["off_origin"] for p, v in pages_checked.items() if v["off_origin"]} == {}
+
+
+def test_every_chart_is_drawn(pages_checked):
+    charts = [c | {"page": p} for p, v in pages_checked.items() for c in v["charts"]]
+    assert len(charts) >= 2
+    assert [c for c in charts if c["rendered"] != "true" or not c["svg"]] == []
+
+
+def test_math_is_typeset_offline(pages_checked):
+    assert pages_checked["chapters/per-watt.html"]["mathjax"] > 0
+
+
+def _targets(control: Control) -> list:
+    """Settings to move a control to: every option of a choice, a spread of slider stops."""
+    if control.widget != "slider":
+        return [v for v in control.options if v != control.default] + [control.default]
+    n = len(control.options)
+    picks = {0, n // 3, (2 * n) // 3, n - 1}
+    return [control.options[i] for i in sorted(picks) if control.options[i] != control.default]
+
+
+def _move(page, chart_id: str, control: Control, value) -> None:
+    scope = f"#{chart_id} .vega-bindings"
+    if control.widget == "slider":
+        slider = page.locator(f"{scope} input[type=range][name='{control.name}']")
+        slider.focus()
+        slider.press("Home")
+        for _ in range(control.options.index(value)):
+            slider.press("ArrowRight")
+    elif control.widget == "radio":
+        page.locator(f"{scope} input[type=radio][name='{control.name}'][value='{value}']").check()
+    else:
+        page.locator(f"{scope} select[name='{control.name}']").select_option(str(value))
+    page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); return true; }", chart_id)
+
+
+def _current_setting(page, chart_id: str, figure: InteractiveFigure) -> dict:
+    """Read every control's value off the page, as the reader sees it."""
+    setting = {}
+    for control in figure.controls:
+        scope = f"#{chart_id} .vega-bindings"
+        if control.widget == "slider":
+            raw = float(page.locator(f"{scope} input[type=range][name='{control.name}']").input_value())
+            setting[control.name] = min(control.options, key=lambda v: abs(v - raw))
+            assert abs(setting[control.name] - raw) < control.step / 1000
+        elif control.widget == "radio":
+            setting[control.name] = page.locator(
+                f"{scope} input[type=radio][name='{control.name}']:checked").get_attribute("value")
+        else:
+            setting[control.name] = page.locator(f"{scope} select[name='{control.name}']").input_value()
+    return setting
+
+
+def _shown(page, chart_id: str, figure: InteractiveFigure) -> list[pd.DataFrame]:
+    """The mark datasets that carry the figure's model rows."""
+    datasets = page.evaluate(MARK_DATA, chart_id)
+    needed = set(figure.keys) | set(figure.values)
+    frames = [pd.DataFrame(rows) for rows in datasets.values() if rows and needed <= set(rows[0])]
+    assert frames, f"no mark of {figure.name} shows {sorted(needed)}"
+    return frames
+
+
+def _assert_matches_model(frames: list[pd.DataFrame], figure: InteractiveFigure, setting: dict) -> None:
+    expected = figure.frame(**setting).set_index(list(figure.keys))[list(figure.values)].sort_index()
+    for frame in frames:
+        got = frame.set_index(list(figure.keys))[list(figure.values)].sort_index()
+        assert list(got.index) == list(expected.index), f"{figure.name} at {setting}: rows differ"
+        for column in figure.values:
+            for key, want in expected[column].items():
+                have = got.loc[key, column]
+                assert math.isclose(have, want, rel_tol=1e-12), (
+                    f"{figure.name} at {setting}: {column} for {key} is {have}, model says {want}")
+
+
+def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser, pages_checked):
+    moved = 0
+    for path, visit_info in pages_checked.items():
+        charts = [c for c in visit_info["charts"] if c["figure"]]
+        if not charts:
+            continue
+        visit = PageVisit(browser, site_url, path)
+        page = visit.page
+        try:
+            for chart in charts:
+                figure = FIGURES[chart["figure"]]
+                setting = _current_setting(page, chart["id"], figure)
+                assert setting == figure.defaults()
+                _assert_matches_model(_shown(page, chart["id"], figure), figure, setting)
+                for control in figure.controls:
+                    for value in _targets(control):
+                        setting_before = _current_setting(page, chart["id"], figure)
+                        shown_before = _shown(page, chart["id"], figure)[0]
+                        _move(page, chart["id"], control, value)
+                        setting = _current_setting(page, chart["id"], figure)
+                        assert setting == {**setting_before, control.name: value}, f"{control.name} did not move"
+                        shown_after = _shown(page, chart["id"], figure)
+                        _assert_matches_model(shown_after, figure, setting)
+                        values = list(figure.values)
+                        model_moved = not figure.frame(**setting)[values].equals(figure.frame(**setting_before)[values])
+                        data_moved = not shown_after[0][values].reset_index(drop=True).equals(
+                            shown_before[values].reset_index(drop=True))
+                        assert data_moved == model_moved, f"{figure.name}: moving {control.name} to {value}"
+                        moved += 1
+            assert visit.errors == [] and visit.off_origin == []
+        finally:
+            visit.close()
+    assert moved >= 10
+
+
+def test_power_basis_labels_show_the_model_ratio(site_url, browser):
+    """Beyond the data: the numbers drawn in the SVG are the model's, after a move."""
+    figure = FIGURES["power-basis"]
+    visit = PageVisit(browser, site_url, "chapters/per-watt.html")
+    try:
+        chart_id = visit.page.locator(".perwatt-chart[data-figure='power-basis']").get_attribute("id")
+        _move(visit.page, chart_id, figure.control("baseline_basis"), "all_in_provisioned")
+        texts = visit.page.locator(f"#{chart_id} svg g.mark-text.role-mark text").all_text_contents()
+        expected = figure.frame(baseline_basis="all_in_provisioned")["ratio"]
+        assert sorted(texts) == sorted(f"{r:.2f}" for r in expected)
+    finally:
+        visit.close()

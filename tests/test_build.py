@@ -1,0 +1,134 @@
+"""The book builds from clean with zero warnings, offline by construction."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perwatt import comparisons, render
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.build
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+class _Resources(HTMLParser):
+    """Collects every URL a page would load by itself (not links a reader may follow)."""
+
+    LOADING = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
+               "video": "src", "embed": "src", "object": "data"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.scripts: list[dict] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts.append(a)
+        if tag in self.LOADING and a.get(self.LOADING[tag]):
+            self.urls.append(a[self.LOADING[tag]])
+        if tag == "link" and a.get("href") and a.get("rel", "") not in ("", "canonical", "next", "prev", "index", "search"):
+            self.urls.append(a["href"])
+
+
+def pages(site: Path) -> list[Path]:
+    """Every page a reader can open (not the theme's template fragments in _static)."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+def test_build_succeeds_with_zero_warnings(book_build):
+    assert book_build.returncode == 0, book_build.log[-6000:]
+    sphinx_warnings = re.findall(r"^.*(?:WARNING|ERROR):.*$", book_build.log, flags=re.MULTILINE)
+    sphinx_warnings = [w for w in sphinx_warnings if "[IPKernelApp]" not in w]
+    assert sphinx_warnings == []
+
+
+def test_every_toc_file_and_only_those_became_a_page(site):
+    built = {p.relative_to(site).with_suffix("").as_posix() for p in (site / "chapters").glob("*.html")}
+    assert built == {f for f in toc_files() if f.startswith("chapters/")}
+
+
+def test_no_page_loads_anything_from_another_host(site):
+    for page in pages(site):
+        parser = _Resources()
+        parser.feed(page.read_text(encoding="utf-8"))
+        external = [u for u in parser.urls if re.match(r"^(https?:)?//", u)]
+        assert external == [], f"{page.relative_to(site)} loads {external}"
+
+
+def test_stylesheets_import_nothing_from_another_host(site):
+    for css in site.rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        assert not re.search(r"(@import|url\()\s*['\"]?(https?:)?//", text), css.relative_to(site)
+
+
+def test_vega_is_one_shared_vendored_module(site):
+    bundles = list((site / "_static").glob("perwatt-vega-*.js"))
+    assert len(bundles) == 1
+    assert "window.vegaEmbed" in bundles[0].read_text(encoding="utf-8")
+    with_charts = 0
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        parser = _Resources()
+        parser.feed(text)
+        vega = [s for s in parser.scripts if "perwatt-vega-" in (s.get("src") or "")]
+        if 'class="perwatt-spec"' in text:
+            with_charts += 1
+            assert len(vega) == 1 and vega[0].get("type") == "module", page.relative_to(site)
+        else:
+            assert vega == [], f"{page.relative_to(site)} loads Vega but has no chart"
+        # The library itself is never inlined into a page.
+        assert "window.vegaEmbed=" not in text
+    assert with_charts >= 1
+
+
+def test_chart_ids_derive_from_their_specs(site):
+    page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
+    specs = re.findall(r'<script type="application/json" class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', page, re.S)
+    assert len(specs) >= 2
+    for target, payload in specs:
+        spec = json.loads(payload.replace("<\\/", "</"))
+        assert target == render.chart_id(spec)
+        assert f'<div class="perwatt-chart" id="{target}"' in page
+
+
+def test_mathjax_is_served_by_the_site(site):
+    page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
+    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js(\?[^"]*)?"', page)
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").exists()
+
+
+def test_no_widget_state_or_require_js_in_the_site(site):
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        assert "application/vnd.jupyter.widget-state+json" not in text
+        assert "require.min.js" not in text and "html-manager" not in text
+
+
+def test_prose_numbers_come_from_the_model(site):
+    page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
+    same = comparisons.same_overhead_comparison()
+    assert f"{same['ratio'].min():.2f}" in page and f"{same['ratio'].max():.2f}" in page
+    pairs = comparisons.pairs()
+    intro = (site / "chapters" / "intro.html").read_text(encoding="utf-8")
+    assert f"{pairs['recomputed_ratio'].min():.2f}" in intro
+
+
+def test_live_only_cells_show_a_note_not_a_dead_control(site):
+    page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
+    assert page.count('class="perwatt-live-note"') == 2
+    assert "jupyter-widgets" not in page

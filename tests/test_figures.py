@@ -1,0 +1,142 @@
+"""Interactive figures: their model output, their grids and the chart specs built from them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perwatt import comparisons, figures, metrics, render
+from perwatt.interactive import Control, parse_csv_data
+
+FIGURES = {f.name: f for f in figures.all_figures()}
+
+
+def test_power_basis_defaults_reproduce_the_published_ratios():
+    # Both sides on their ratings: re-expressing changes nothing, so the ratio is the table's.
+    frame = figures.power_basis().frame().set_index("model")
+    pairs = comparisons.pairs().set_index("model")
+    assert frame["ratio"].to_dict() == pytest.approx(pairs["recomputed_ratio"].to_dict(), rel=1e-12)
+    assert frame["ratio"].round(1).to_dict() == pairs["published_ratio"].to_dict()
+
+
+def test_power_basis_measured_assumption_at_measured_watts_also_reproduces_them():
+    measured = comparisons.power_w("jalapeno", "chip_measured")
+    frame = figures.power_basis().frame(published_basis="jalapeno_measured", jalapeno_power_w=measured)
+    assert frame["ratio"].to_list() == pytest.approx(comparisons.pairs()["recomputed_ratio"].to_list(), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(figures.power_basis().control("jalapeno_power_w").options),
+       st.sampled_from(["chip_rated", "jalapeno_measured"]),
+       st.sampled_from(["chip_rated", "all_in_provisioned"]))
+def test_power_basis_ratio_is_inverse_in_jalapeno_watts(watts, published, baseline):
+    fig = figures.power_basis()
+    here = fig.frame(published_basis=published, jalapeno_power_w=watts, baseline_basis=baseline)
+    at_1000 = fig.frame(published_basis=published, jalapeno_power_w=1000.0, baseline_basis=baseline)
+    assert (here["ratio"] * watts).to_list() == pytest.approx((at_1000["ratio"] * 1000.0).to_list(), rel=1e-12)
+
+
+def test_all_in_baseline_raises_the_ratio_by_the_power_ratio():
+    fig = figures.power_basis()
+    rated = fig.frame(baseline_basis="chip_rated").set_index("model")
+    all_in = fig.frame(baseline_basis="all_in_provisioned").set_index("model")
+    factor = rated["baseline"].map(lambda s: comparisons.power_w(s, "all_in_provisioned") / comparisons.power_w(s, "chip_rated"))
+    assert (all_in["ratio"] / rated["ratio"]).to_dict() == pytest.approx(factor.to_dict(), rel=1e-12)
+
+
+def test_energy_cost_rows_equal_the_formulas():
+    fig = figures.energy_cost()
+    frame = fig.frame(price_usd_per_kwh=0.12, pue=1.3, tokens="output")
+    expected = metrics.energy_cost_per_million_tokens(
+        metrics.per_output_token(1000.0 / frame["tps_per_kw"], 8192, 1024), 0.12, 1.3
+    )
+    assert frame["cost_usd_per_million_tokens"].to_list() == pytest.approx(expected.to_list(), rel=1e-12)
+
+
+def test_output_tokens_cost_nine_times_all_tokens_on_8k_1k():
+    fig = figures.energy_cost()
+    ratio = fig.frame(tokens="output")["joules_per_token"] / fig.frame(tokens="all")["joules_per_token"]
+    assert ratio.to_list() == pytest.approx([9.0] * len(ratio), rel=1e-12)
+
+
+def test_grid_covers_every_setting_once():
+    for fig in FIGURES.values():
+        names = [c.name for c in fig.controls]
+        settings_seen = fig.grid[names].drop_duplicates()
+        expected = int(np.prod([len(c.options) for c in fig.controls]))
+        assert len(settings_seen) == expected, fig.name
+
+
+def test_chart_ships_the_grid_exactly():
+    for fig in FIGURES.values():
+        spec = fig.chart().to_dict()
+        largest = max(spec["datasets"].values(), key=len)
+        shipped = parse_csv_data({"values": largest})
+        columns = [c.name for c in fig.controls] + list(fig.keys) + list(fig.values)
+        left = shipped[columns].sort_values(columns).reset_index(drop=True)
+        right = fig.grid[columns].sort_values(columns).reset_index(drop=True)
+        pd.testing.assert_frame_equal(left, right, check_dtype=False, check_column_type=False, rtol=0, atol=0)
+
+
+def test_chart_binds_one_input_per_control():
+    for fig in FIGURES.values():
+        params = {p["name"]: p for p in fig.chart().to_dict()["params"]}
+        assert set(params) == {c.name for c in fig.controls}
+        for control in fig.controls:
+            bind = params[control.name]["bind"]
+            assert bind["input"] == {"slider": "range", "radio": "radio", "select": "select"}[control.widget]
+            assert params[control.name]["value"] == control.default
+
+
+def test_chart_at_one_setting_has_no_controls_and_the_model_rows():
+    fig = figures.energy_cost()
+    spec = fig.chart_at(pue=1.2).to_dict()
+    assert "params" not in spec
+    rows = max(spec["datasets"].values(), key=len)
+    assert [r["cost_usd_per_million_tokens"] for r in rows] == fig.frame(pue=1.2)["cost_usd_per_million_tokens"].to_list()
+
+
+def test_unknown_control_is_refused():
+    with pytest.raises(ValueError, match="no control"):
+        figures.energy_cost().frame(voltage=3)
+
+
+def test_slider_controls_must_step_evenly():
+    with pytest.raises(ValueError, match="equal steps"):
+        Control("x", "x", (1.0, 2.0, 4.0), 1.0)
+    with pytest.raises(ValueError, match="default"):
+        Control("x", "x", (1.0, 2.0), 3.0)
+
+
+def test_static_html_is_inert_and_id_derives_from_spec():
+    spec = figures.power_basis().chart().to_dict()
+    html = render.chart_html(spec)
+    cid = render.chart_id(spec)
+    assert f'id="{cid}"' in html and f'data-target="{cid}"' in html
+    assert "<script>" not in html and "vegaEmbed" not in html
+    assert 'type="application/json"' in html and "</script" not in html.split(">", 2)[2].rsplit("</script>", 1)[0]
+
+
+_SPEC_HTML = """
+import json, perwatt
+from perwatt import figures, render
+perwatt.setup()
+print(json.dumps([render.chart_html(f.chart().to_dict()) for f in figures.all_figures()]))
+"""
+
+
+def test_two_fresh_processes_give_identical_chart_html():
+    runs = [
+        subprocess.run([sys.executable, "-c", _SPEC_HTML], capture_output=True, text=True, check=True,
+                       env={"PERWATT_RENDER": "static", "PATH": ""}).stdout
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert len(json.loads(runs[0])) == len(FIGURES)
