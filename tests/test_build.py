@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from perwatt import comparisons, render
+from perwatt import comparisons, render, sphinxext
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.build
@@ -132,3 +136,33 @@ def test_live_only_cells_show_a_note_not_a_dead_control(site):
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
     assert page.count('class="perwatt-live-note"') == 2
     assert "jupyter-widgets" not in page
+
+
+def test_unchanged_chapters_are_not_executed_again(book_build, site):
+    if "PERWATT_SITE" in os.environ:
+        pytest.skip("reusing a prebuilt site; the cache check needs the test's own build folder")
+    out = site.parent.parent
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    # --all re-reads every source; jupyter-cache must still serve every chapter unexecuted.
+    proc = subprocess.run([str(jupyter_book), "build", str(REPO), "--path-output", str(out), "--all",
+                           "--warningiserror", "--nitpick", "--keep-going"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = proc.stdout + proc.stderr
+    chapters = [f for f in toc_files() if f.startswith("chapters/")]
+    assert log.count("Using cached notebook") == len(chapters), log[-3000:]
+    assert "Executing notebook" not in log
+
+
+def test_model_changes_invalidate_the_execution_cache(tmp_path):
+    cache = tmp_path / ".jupyter_cache"
+    app = SimpleNamespace(outdir=str(tmp_path / "html"))
+    config = SimpleNamespace(nb_execution_cache_path=str(cache))
+    sphinxext._invalidate_stale_cache(app, config)
+    assert app.perwatt_model_changed  # first build: nothing to trust yet
+    (cache / "executed-notebook").write_text("outputs")
+    sphinxext._invalidate_stale_cache(app, config)
+    assert not app.perwatt_model_changed and (cache / "executed-notebook").exists()
+    (cache / "perwatt-model.sha256").write_text("a different model")
+    sphinxext._invalidate_stale_cache(app, config)
+    assert app.perwatt_model_changed and not (cache / "executed-notebook").exists()

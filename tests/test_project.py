@@ -1,0 +1,72 @@
+"""The design card: layout, exact pins, chapters as text notebooks, launch settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jupytext
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_top_level_layout():
+    for name in ("_config.yml", "_toc.yml", "README.md", "chapters", "data", "requirements.txt"):
+        assert (REPO / name).exists(), name
+
+
+def test_every_direct_dependency_is_pinned_exactly():
+    for file in ("requirements.txt", "requirements-test.txt"):
+        for line in (REPO / file).read_text(encoding="utf-8").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if not line or line.startswith(("-r ", "-c ", "-e ")):
+                continue
+            assert re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+-]+", line), f"{file}: {line!r} is not an exact pin"
+
+
+def test_jupyter_book_one_and_sphinx_below_eight():
+    pins = dict(
+        line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines() if "==" in line
+    )
+    assert pins["jupyter-book"].startswith("1.")
+    assert int(pins["sphinx"].split(".")[0]) < 8
+
+
+def test_toc_parts_are_numbered_and_list_existing_chapters():
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    assert toc["format"] == "jb-book"
+    for part in toc["parts"]:
+        assert part.get("numbered") is True
+        for chapter in part["chapters"]:
+            assert (REPO / f"{chapter['file']}.md").exists()
+
+
+def test_chapters_are_myst_text_notebooks_with_code():
+    for path in sorted((REPO / "chapters").glob("*.md")):
+        notebook = jupytext.read(path)
+        assert notebook.metadata["kernelspec"]["name"] == "python3", path.name
+        assert notebook.metadata["jupytext"]["text_representation"]["format_name"] == "myst", path.name
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        assert code, path.name
+        # Every chapter sets up rendering first, from a hidden cell.
+        assert "perwatt.setup()" in code[0].source, path.name
+        assert {"remove-cell", "hide-cell"} & set(code[0].metadata.get("tags", [])), path.name
+
+
+def test_launch_buttons_are_configured_and_thebe_is_off():
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    buttons = config["launch_buttons"]
+    assert {"binderhub_url", "jupyterhub_url", "notebook_interface"} <= set(buttons)
+    assert buttons["thebe"] is False
+    assert config["execute"]["execute_notebooks"] == "cache"
+    assert config["only_build_toc_files"] is True
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in quick.strip().splitlines()]
+    assert commands == ["make book", "make test"]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test$", ci, flags=re.MULTILINE)
