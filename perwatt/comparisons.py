@@ -28,7 +28,7 @@ BaselineBasis = Literal["chip_rated", "all_in_provisioned"]
 TokenCount = Literal["all", "output"]
 
 
-def _labels(frame: pd.DataFrame) -> pd.DataFrame:
+def label(frame: pd.DataFrame) -> pd.DataFrame:
     """Add display labels for model and system columns, where present."""
     out = frame.copy()
     if "model" in out:
@@ -55,7 +55,7 @@ def _results(directory: str) -> pd.DataFrame:
     wide["_order"] = wide["model"].map(order)
     wide["_candidate_last"] = wide["system"] == CANDIDATE
     wide = wide.sort_values(["_order", "_candidate_last"]).drop(columns=["_order", "_candidate_last"])
-    return _labels(wide.reset_index(drop=True))
+    return label(wide.reset_index(drop=True))
 
 
 def pairs() -> pd.DataFrame:
@@ -80,7 +80,7 @@ def _pairs(directory: str) -> pd.DataFrame:
     out["recomputed_ratio"] = metrics.ratio(out["jalapeno_tps_per_kw"], out["baseline_tps_per_kw"])
     out["published_ratio"] = published
     out = out.loc[candidate.index].reset_index()
-    return _labels(out)
+    return label(out)
 
 
 def power_w(system: str, basis: str) -> float:
@@ -122,7 +122,7 @@ def implied_chip_throughput() -> pd.DataFrame:
         out.loc[known, "tps_per_kw"], out.loc[known, "power_w"]
     )
     out["basis_label"] = out["basis"].map(BASIS_LABELS)
-    return _labels(out)
+    return label(out)
 
 
 def basis_comparison(

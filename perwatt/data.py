@@ -198,6 +198,12 @@ def _check_rules(name: str, frame: pd.DataFrame, resource: Resource) -> None:
                     f"{resource.path}, row {row_number}, column 'bound': {bound!r} does not match "
                     f"power_w ({'empty' if unknown else power}); use 'unknown' exactly when power_w is empty"
                 )
+    if name == "claims":
+        for row_number, (low, high) in enumerate(zip(frame["low"], frame["high"]), start=1):
+            if math.isnan(low) != math.isnan(high):
+                raise DataError(f"{resource.path}, row {row_number}, column 'high': give both ends of a range or neither")
+            if not math.isnan(low) and low > high:
+                raise DataError(f"{resource.path}, row {row_number}, column 'low': {low} is above high {high}")
     if name == "workloads":
         low_high = zip(frame["input_min_fraction"], frame["input_max_fraction"])
         for row_number, (low, high) in enumerate(low_high, start=1):
@@ -206,6 +212,24 @@ def _check_rules(name: str, frame: pd.DataFrame, resource: Resource) -> None:
                     f"{resource.path}, row {row_number}, column 'input_min_fraction': "
                     f"{low} is above input_max_fraction {high}"
                 )
+
+
+def validate_file(path: str | Path, name: str, *, check_foreign_keys: bool = True) -> pd.DataFrame:
+    """Validate any CSV file (a reader's own, say) against the schema of the book's resource ``name``.
+
+    With ``check_foreign_keys=False`` the file may name models, systems and sources the book
+    does not know. Raises :class:`DataError` naming the file, row and column.
+    """
+    all_resources = resources()
+    if name not in all_resources:
+        raise DataError(f"no resource named {name!r} in datapackage.json")
+    declared = all_resources[name]
+    resource = Resource(declared.name, Path(path), declared.title, declared.schema)
+    frame = _validate_frame(_read_text(resource), resource)
+    if check_foreign_keys:
+        _check_foreign_keys(name, frame, {**all_resources, name: resource}, data_dir())
+    _check_rules(name, frame, resource)
+    return frame
 
 
 def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
@@ -230,3 +254,39 @@ def source_title(source_id: str) -> str:
     """The title the book cites a source by."""
     sources = load("sources").set_index("source_id")
     return str(sources.loc[source_id, "title"])
+
+
+def dictionary(directory: Path | str | None = None) -> pd.DataFrame:
+    """The data dictionary: one row per column of every file, straight from datapackage.json."""
+    rows = []
+    for resource in resources(Path(directory) if directory is not None else None).values():
+        for field in resource.fields:
+            constraints = field.get("constraints", {})
+            rules = []
+            if constraints.get("required"):
+                rules.append("required")
+            for key, word in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤")):
+                if key in constraints:
+                    rules.append(f"{word} {constraints[key]}")
+            if "enum" in constraints:
+                rules.append("one of: " + ", ".join(map(str, constraints["enum"])))
+            if "pattern" in constraints:
+                rules.append(f"matches {constraints['pattern']}")
+            keys = resource.schema.get("primaryKey", [])
+            references = [fk["reference"] for fk in resource.schema.get("foreignKeys", [])
+                          if fk["fields"] == field["name"]]
+            if field["name"] in keys:
+                rules.append("part of the key" if len(keys) > 1 else "the key")
+            for ref in references:
+                rules.append(f"refers to {ref['resource']}.{ref['fields']}")
+            rows.append({
+                "file": resource.path.name,
+                "resource": resource.name,
+                "title": resource.title,
+                "column": field["name"],
+                "type": field.get("type", "string"),
+                "unit": field.get("unit", ""),
+                "description": field.get("description", ""),
+                "rules": "; ".join(rules),
+            })
+    return pd.DataFrame(rows)

@@ -11,7 +11,7 @@ from functools import cache
 import altair as alt
 import pandas as pd
 
-from perwatt import comparisons
+from perwatt import benchmark, comparisons
 from perwatt.interactive import Control, InteractiveFigure
 from perwatt.render import SYSTEM_COLOURS
 
@@ -163,6 +163,141 @@ def energy_cost() -> InteractiveFigure:
     )
 
 
+def _row_label(frame: pd.DataFrame) -> pd.Series:
+    return frame["model_label"] + " · " + frame["system_label"]
+
+
+def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    out = comparisons.label(frame)
+    out["row_label"] = _row_label(out)
+    return out
+
+
+def latency_audit_frame(osl_tokens: float) -> pd.DataFrame:
+    """Model output for the latency-audit figure at one output length."""
+    return _with_labels(benchmark.latency_audit(benchmark.book_results(), osl_tokens))
+
+
+def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    top = float(max(grid["decode_s"].max(), grid["e2e_latency_s"].max())) * 1.05
+    x_scale = alt.Scale(domain=[0, top], nice=False)
+    y = alt.Y("row_label:N", title=None, sort=list(dict.fromkeys(grid["row_label"])))
+    tooltip = [
+        alt.Tooltip("row_label:N", title="Row"),
+        alt.Tooltip("e2e_latency_s:Q", title="Reported latency, s", format=".2f"),
+        alt.Tooltip("interactivity:Q", title="Reported tokens/s per user", format=",.0f"),
+        alt.Tooltip("decode_s:Q", title="Time to generate the output, s", format=".3f"),
+        alt.Tooltip("implied_ttft_s:Q", title="Implied time to first token, s", format=".3f"),
+        alt.Tooltip("verdict:N", title="Verdict"),
+    ]
+    colour = alt.Color(
+        "verdict:N", title="One operating point?",
+        scale=alt.Scale(domain=["possible", "impossible: negative TTFT"], range=["#2563eb", "#dc2626"]),
+        legend=alt.Legend(orient="top"),
+    )
+    decode = base.mark_bar(height=16).encode(
+        x=alt.X("decode_s:Q", title="Seconds: bar = output tokens ÷ tokens/s per user; tick = reported latency",
+                scale=x_scale),
+        y=y, color=colour, tooltip=tooltip,
+    )
+    reported = base.mark_tick(color="black", thickness=3, size=24).encode(
+        x=alt.X("e2e_latency_s:Q", scale=x_scale), y=y, tooltip=tooltip
+    )
+    ttft = base.mark_text(align="left", dx=6, fontSize=12).encode(
+        x=alt.X("label_x:Q", scale=x_scale), y=y, text="ttft_label:N"
+    )
+    return alt.layer(decode, reported, ttft).transform_calculate(
+        label_x="max(datum.decode_s, datum.e2e_latency_s)",
+        ttft_label="'TTFT ' + format(datum.implied_ttft_s, '.2f') + ' s'",
+    ).properties(
+        width=480, height=alt.Step(26),
+        title=alt.TitleParams(
+            "Do latency and tokens/s per user fit one request?",
+            subtitle="Where the bar passes the tick, the first token would have to arrive before the request.",
+        ),
+    )
+
+
+@cache
+def latency_audit() -> InteractiveFigure:
+    """Figure: the latency decomposition, with the output length as the control."""
+    osl = float(comparisons.workload("8k/1k")["osl_tokens"])
+    return InteractiveFigure(
+        name="latency-audit",
+        description=(
+            "Bar chart, one bar per model and system: the time needed to generate the chosen number "
+            "of output tokens at the reported tokens per second per user, beside a tick at the "
+            "reported end-to-end latency. Bars longer than the latency are impossible for one request."
+        ),
+        controls=(Control.slider("osl_tokens", "Output tokens per request:", 64, 2048, 64, osl, unit="tokens"),),
+        compute=latency_audit_frame,
+        draw=_draw_latency_audit,
+        keys=("model", "system"),
+        values=("implied_ttft_s", "decode_s"),
+    )
+
+
+def users_per_chip_frame(basis: str) -> pd.DataFrame:
+    """Model output for the users-per-chip figure on one power basis (unknown powers dropped)."""
+    w = comparisons.workload("8k/1k")
+    results = benchmark.book_results()
+    watts = pd.Series({s: comparisons.power_w(s, basis) for s in results["system"].unique()})
+    frame = benchmark.users_per_chip(results, watts, w["isl_tokens"], w["osl_tokens"])
+    return _with_labels(frame)
+
+
+def _draw_users_per_chip(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    values = grid["users_per_chip"]
+    x_scale = alt.Scale(type="log", domain=[float(values.min()) / 2, float(values.max()) * 2], nice=False)
+    y = alt.Y("row_label:N", title=None, sort=list(dict.fromkeys(grid["row_label"])))
+    tooltip = [
+        alt.Tooltip("row_label:N", title="Row"),
+        alt.Tooltip("users_per_chip:Q", title="Users per chip", format=".3~g"),
+        alt.Tooltip("chip_output_tokens_per_s:Q", title="Output tokens/s per chip", format=",.0f"),
+        alt.Tooltip("interactivity:Q", title="Tokens/s per user", format=",.0f"),
+        alt.Tooltip("power_w:Q", title="Watts per chip", format=",.0f"),
+    ]
+    points = base.mark_point(filled=True, size=130).encode(
+        x=alt.X("users_per_chip:Q", title="Concurrent users per chip (log scale)", scale=x_scale),
+        y=y, color=_system_colour(), tooltip=tooltip,
+    )
+    labels = base.mark_text(align="left", dx=9, fontSize=12).encode(
+        x=alt.X("users_per_chip:Q", scale=x_scale), y=y, text=alt.Text("users_per_chip:Q", format=".2~f")
+    )
+    one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(
+        x=alt.X("one:Q", scale=x_scale)
+    )
+    return alt.layer(one, points, labels).properties(
+        width=480, height=alt.Step(26),
+        title=alt.TitleParams(
+            "Users per chip, if throughput and tokens/s per user describe one operating point",
+            subtitle="Below the dashed line, one user's stream would need more than one chip.",
+        ),
+    )
+
+
+@cache
+def users_per_chip() -> InteractiveFigure:
+    """Figure: concurrency implied by the table, by power basis."""
+    return InteractiveFigure(
+        name="users-per-chip",
+        description=(
+            "Dot plot on a logarithmic axis: for each model and system, the output tokens per second "
+            "per chip implied by the reported tokens per second per kilowatt on the chosen power basis, "
+            "divided by the reported tokens per second per user. Systems with no known power on a "
+            "basis are left out."
+        ),
+        controls=(
+            Control("basis", "Tokens/s/kW divided by:", comparisons.BASES, "chip_rated", "radio",
+                    tuple(comparisons.BASIS_LABELS[b] for b in comparisons.BASES)),
+        ),
+        compute=users_per_chip_frame,
+        draw=_draw_users_per_chip,
+        keys=("model", "system"),
+        values=("users_per_chip",),
+    )
+
+
 def all_figures() -> list[InteractiveFigure]:
     """Every interactive figure in the book, for tests and benchmarks."""
-    return [power_basis(), energy_cost()]
+    return [power_basis(), energy_cost(), latency_audit(), users_per_chip()]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import struct
+import zlib
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -107,6 +109,24 @@ def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context
     scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
 
 
+def favicon_ico(size: int = 16, rgb: tuple[int, int, int] = (0xC2, 0x41, 0x0C)) -> bytes:
+    """A one-colour ICO (a PNG inside an ICO header), written without an imaging library."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+    header = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(png), 22)
+    return header + png
+
+
+def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
+    """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
+    if exception is None and app.builder.format == "html":
+        (Path(app.outdir) / "favicon.ico").write_bytes(favicon_ico())
+
+
 def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Load Vega only on pages that have charts; the browser caches it across them."""
     if 'class="perwatt-spec"' not in context.get("body", ""):
@@ -121,5 +141,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _add_chart_scripts)
+    app.connect("build-finished", _write_root_favicon)
     app.add_css_file("perwatt.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from perwatt import comparisons, data
+from perwatt import benchmark, comparisons, data
 
 
 @dataclass(frozen=True)
@@ -102,4 +102,125 @@ def implied_throughput() -> Styler:
         caption="Tokens/s per chip implied by the reported tokens/s/kW on each power basis. "
         "Empty: that basis has no known power for the system.",
         table_id="implied-throughput",
+    )
+
+
+def published(results: pd.DataFrame | None = None) -> Styler:
+    """The benchmark table as the article prints it: model, metric, Jalapeño, baseline, ≈ ratio."""
+    results = benchmark.book_results() if results is None else results
+    table = comparisons.label(benchmark.paired(results).merge(
+        data.load("reported_ratios")[["model", "metric", "reported_ratio"]], on=["model", "metric"], how="left"))
+    table["metric_label"] = table["metric"].map(lambda m: f"{benchmark.METRICS[m].label} ({benchmark.METRICS[m].unit})")
+    table["candidate_shown"] = [_printed(v, d) for v, d in zip(table["candidate_value"], table["candidate_decimals"])]
+    table["baseline_shown"] = [_printed(v, d) for v, d in zip(table["baseline_value"], table["baseline_decimals"])]
+    return styled(
+        table,
+        {
+            "model_label": Column("Model"),
+            "metric_label": Column("Metric"),
+            "candidate_shown": Column("Jalapeño", status="reported"),
+            "baseline_label": Column("Baseline"),
+            "baseline_shown": Column("Baseline value", status="reported"),
+            "reported_ratio": Column("Printed ratio", "≈{:.1f}×", "reported"),
+        },
+        caption="The benchmark table as published (InferenceX, 8k/1k workload). Reported by OpenAI, "
+        "relayed by the articles, not independently verified.",
+        table_id="published",
+    )
+
+
+def _printed(value: float, decimals: int) -> str:
+    return f"{value:,.{int(decimals)}f}"
+
+
+def ratio_checks(checks: pd.DataFrame) -> Styler:
+    """Recomputed ratios beside the printed ones, with the rounding verdict."""
+    table = comparisons.label(checks)
+    table["metric_label"] = table["metric"].map(lambda m: benchmark.METRICS[m].label)
+    table["input_range"] = [f"{lo:.2f} – {hi:.2f}" for lo, hi in zip(table["input_low"], table["input_high"])]
+    return styled(
+        table,
+        {
+            "model_label": Column("Model"),
+            "metric_label": Column("Metric"),
+            "reported_ratio": Column("Printed", "≈{:.1f}×", "reported"),
+            "recomputed_ratio": Column("Recomputed", "{:.3f}×", "derived"),
+            "recomputed_rounded": Column("Recomputed, rounded", "{:.1f}×", "derived"),
+            "input_range": Column("Range the printed inputs allow", status="derived"),
+            "verdict": Column("Rounding check"),
+        },
+        caption="Each ratio recomputed from the two printed figures (latency: baseline ÷ Jalapeño, "
+        "so above 1 favours Jalapeño), rounded as printed, and checked.",
+        table_id="ratio-checks",
+    )
+
+
+def derived(frame: pd.DataFrame) -> Styler:
+    """Energy per token and what the tokens/s/user figures imply, per model and system."""
+    return styled(
+        comparisons.label(frame),
+        {
+            "model_label": Column("Model"),
+            "system_label": Column("System"),
+            "joules_per_token": Column("J per token", "{:.4f}", "derived"),
+            "joules_per_output_token": Column("J per output token", "{:.3f}", "derived"),
+            "tpot_ms": Column("Time per output token, ms", "{:.3f}", "derived"),
+            "decode_s": Column("Time to generate the output, s", "{:.3f}", "derived"),
+        },
+        caption="Derived per model and system: energy per token on the published (unstated) power "
+        "basis, counted over all tokens and over output tokens; time per output token (1000 ÷ tokens/s "
+        "per user); time to generate 1k output tokens at that rate.",
+        table_id="derived",
+    )
+
+
+def claims(reconciled: pd.DataFrame) -> Styler:
+    """Every range claim beside what the table supports."""
+    table = reconciled.copy()
+    table["source"] = table["source_id"].map(data.load("sources").set_index("source_id")["title"])
+    table["claimed"] = [
+        "" if pd.isna(lo) else (f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}") + (" months" if unit == "months" else "×")
+        for lo, hi, unit in zip(table["low"], table["high"], table["unit"])
+    ]
+    table["from_table"] = [
+        "" if pd.isna(lo) else f"{lo:.2f}" if lo == hi else f"{lo:.2f}–{hi:.2f}"
+        for lo, hi in zip(table["table_low"], table["table_high"])
+    ]
+    return styled(
+        table,
+        {
+            "topic": Column("Claim"),
+            "claimed": Column("Figure", status="reported"),
+            "condition": Column("Condition given"),
+            "from_table": Column("From the table", status="derived"),
+            "finding": Column("Finding"),
+            "source": Column("Source"),
+        },
+        caption="Every range and headline figure in the three articles, beside the range the "
+        "published table gives for the same metric.",
+        table_id="claims",
+    )
+
+
+def dictionary(resource: str) -> Styler:
+    """One file's columns, types, units and rules, from datapackage.json."""
+    frame = data.dictionary()
+    frame = frame[frame["resource"] == resource]
+    return styled(
+        frame,
+        {"column": Column("Column"), "type": Column("Type"), "unit": Column("Unit"),
+         "description": Column("Meaning"), "rules": Column("Rules")},
+        caption=f"{frame['file'].iloc[0]}: {frame['title'].iloc[0]}",
+        table_id=f"dictionary-{resource}",
+    )
+
+
+def sources() -> Styler:
+    """Every source the data cites, with its evidence label."""
+    return styled(
+        data.load("sources"),
+        {"source_id": Column("Id"), "title": Column("Title"), "kind": Column("Kind"),
+         "status": Column("Evidence"), "note": Column("Note")},
+        caption="Sources. Article files are in shared/sources beside the repository.",
+        table_id="sources",
     )

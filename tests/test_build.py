@@ -166,3 +166,21 @@ def test_model_changes_invalidate_the_execution_cache(tmp_path):
     (cache / "perwatt-model.sha256").write_text("a different model")
     sphinxext._invalidate_stale_cache(app, config)
     assert app.perwatt_model_changed and not (cache / "executed-notebook").exists()
+
+
+def test_every_data_file_can_be_downloaded_from_the_site(site):
+    page = (site / "chapters" / "benchmark-tables.html").read_text(encoding="utf-8")
+    links = dict(re.findall(r'href="\.\./(_downloads/[0-9a-f]+/([^"]+))"', page))
+    offered = {name: path for path, name in links.items()}
+    for data_file in sorted((REPO / "data").glob("*.csv")) + [REPO / "data" / "datapackage.json"]:
+        assert data_file.name in offered, f"no download link for {data_file.name}"
+        served = site / offered[data_file.name]
+        assert served.read_bytes() == data_file.read_bytes()
+
+
+def test_data_dictionary_page_lists_every_column(site):
+    from perwatt import data
+
+    page = (site / "chapters" / "data-dictionary.html").read_text(encoding="utf-8")
+    for row in data.dictionary().itertuples():
+        assert f">{row.column}<" in page, f"{row.file}: {row.column}"

@@ -59,17 +59,17 @@ def _compare(rows: list[dict], figure, setting: dict) -> None:
                                   check_index_type=False, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize(
-    ("name", "control", "value"),
-    [
-        ("power-basis", "jalapeno_power_w", 1600.0),
-        ("power-basis", "baseline_basis", "all_in_provisioned"),
-        ("power-basis", "published_basis", "jalapeno_measured"),
-        ("energy-cost", "price_usd_per_kwh", 0.22),
-        ("energy-cost", "pue", 1.3),
-        ("energy-cost", "tokens", "output"),
-    ],
-)
+def _moves() -> list[tuple[str, str, object]]:
+    """Every control of every figure, moved to a value other than its default."""
+    moves = []
+    for figure in FIGURES.values():
+        for control in figure.controls:
+            others = [v for v in control.options if v != control.default]
+            moves.append((figure.name, control.name, others[len(others) // 2]))
+    return moves
+
+
+@pytest.mark.parametrize(("name", "control", "value"), _moves())
 def test_setting_a_control_redraws_the_panel_with_the_model_values(kernel, name, control, value):
     figure = FIGURES[name]
     kernel.run(f"panel = figures.{figure.name.replace('-', '_')}().panel()\nview_id = id(panel.view)")

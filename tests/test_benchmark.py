@@ -1,0 +1,142 @@
+"""The benchmark table: rounding checks, the latency audit, claims and bring-your-own-numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perwatt import benchmark, comparisons, data
+
+RESULTS = benchmark.book_results()
+REPORTED = data.load("reported_ratios")
+CHECKS = benchmark.ratio_checks(RESULTS, REPORTED)
+
+
+def test_recomputed_ratios_known_values():
+    ratios = CHECKS.set_index(["model", "metric"])["recomputed_ratio"]
+    assert ratios[("gpt-oss-120b", "tps_per_kw")] == pytest.approx(85448 / 44960, rel=1e-12)
+    # Latency: baseline over candidate, so above 1 favours Jalapeño.
+    assert ratios[("deepseek-r1", "e2e_latency_s")] == pytest.approx(5.99 / 1.65, rel=1e-12)
+    assert ratios[("kimi-k2.5", "interactivity")] == pytest.approx(6744 / 120, rel=1e-12)
+
+
+def test_rounding_verdicts():
+    verdicts = CHECKS.set_index(["model", "metric"])["verdict"]
+    assert verdicts[("deepseek-r1", "interactivity")] == "within input rounding"
+    assert verdicts[("kimi-k2.5", "interactivity")] == "within input rounding"
+    others = verdicts.drop([("deepseek-r1", "interactivity"), ("kimi-k2.5", "interactivity")])
+    assert set(others) == {"matches"}
+
+
+def test_a_misprinted_ratio_is_flagged_inconsistent():
+    wrong = REPORTED.copy()
+    wrong.loc[(wrong["model"] == "gpt-oss-120b") & (wrong["metric"] == "tps_per_kw"), "reported_ratio"] = 2.4
+    verdicts = benchmark.ratio_checks(RESULTS, wrong).set_index(["model", "metric"])["verdict"]
+    assert verdicts[("gpt-oss-120b", "tps_per_kw")] == "inconsistent"
+
+
+def test_input_range_brackets_the_recomputed_ratio():
+    assert (CHECKS["input_low"] <= CHECKS["recomputed_ratio"]).all()
+    assert (CHECKS["recomputed_ratio"] <= CHECKS["input_high"]).all()
+
+
+def test_latency_audit_known_values():
+    audit = benchmark.latency_audit(RESULTS, 1024).set_index(["model", "system"])
+    gb200 = audit.loc[("gpt-oss-120b", "gb200")]
+    assert gb200["implied_ttft_s"] == pytest.approx(1.80 - 1024 / 427, rel=1e-12)
+    assert gb200["max_consistent_osl"] == pytest.approx(1.80 * 427, rel=1e-12)
+    assert not gb200["consistent"]
+    jal = audit.loc[("gpt-oss-120b", "jalapeno")]
+    assert jal["implied_ttft_s"] == pytest.approx(1.03 - 1024 / 22935, rel=1e-12)
+    assert jal["consistent"]
+
+
+@given(st.floats(min_value=1, max_value=100_000))
+def test_audit_is_consistent_exactly_up_to_the_max_output(osl):
+    audit = benchmark.latency_audit(RESULTS, osl)
+    assert (audit["consistent"] == (osl <= audit["max_consistent_osl"] + 1e-9)).all()
+
+
+def test_users_per_chip_known_value():
+    watts = pd.Series({s: comparisons.power_w(s, "chip_rated") for s in ("jalapeno", "gb200", "gb300")})
+    frame = benchmark.users_per_chip(RESULTS, watts, 8192, 1024).set_index(["model", "system"])
+    expected = 85448 * 700 / 1000 * (1024 / 9216) / 22935
+    assert frame.loc[("gpt-oss-120b", "jalapeno"), "users_per_chip"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_users_per_chip_drops_unknown_power_instead_of_guessing():
+    watts = pd.Series({s: comparisons.power_w(s, "chip_measured") for s in ("jalapeno", "gb200", "gb300")})
+    frame = benchmark.users_per_chip(RESULTS, watts, 8192, 1024)
+    assert set(frame["system"]) == {"jalapeno"}
+    assert frame["users_per_chip"].notna().all()
+
+
+def test_claims_reconcile_as_expected():
+    reconciled = benchmark.reconcile_claims(CHECKS, data.load("claims")).set_index("claim_id")
+    for claim in ("table-tpw", "peak-tpw", "table-latency", "latency", "kimi-tpw", "kimi-latency"):
+        assert reconciled.loc[claim, "reproduced"] is True, claim
+    for claim in ("interactive-gap", "interview-ppw"):
+        assert reconciled.loc[claim, "reproduced"] is None
+        assert "not derivable" in reconciled.loc[claim, "finding"]
+    assert reconciled.loc["frontier-internal", "finding"] == "no number published"
+
+
+def test_baselines_file_agrees_with_the_table():
+    baselines = data.load("baselines").set_index("model")["baseline_system"]
+    paired = benchmark.paired(RESULTS).drop_duplicates("model").set_index("model")["baseline"]
+    assert baselines.to_dict() == paired.to_dict()
+
+
+def test_every_claim_quotes_its_source():
+    sources = data.load("sources").set_index("source_id")
+    repo = Path(__file__).resolve().parent.parent
+    for claim in data.load("claims").itertuples():
+        text = (repo / sources.loc[claim.source_id, "file"]).resolve()
+        if not text.exists():
+            pytest.skip(f"the articles are not beside this checkout ({text})")
+        assert claim.wording in text.read_text(encoding="utf-8"), claim.claim_id
+
+
+# Bring your own numbers.
+def test_analyze_round_trips_the_book_table(tmp_path):
+    mine = tmp_path / "mine.csv"
+    RESULTS.to_csv(mine, index=False)
+    printed = tmp_path / "printed.csv"
+    REPORTED.to_csv(printed, index=False)
+    report = benchmark.analyze(mine, candidate="jalapeno", reported=printed)
+    pd.testing.assert_frame_equal(report.checks, CHECKS)
+    pd.testing.assert_frame_equal(report.audit, benchmark.latency_audit(RESULTS, 1024))
+
+
+def test_analyze_accepts_the_readers_own_systems(tmp_path):
+    mine = tmp_path / "mine.csv"
+    own = RESULTS.replace({"system": {"jalapeno": "my-chip", "gb200": "h100", "gb300": "h100"},
+                           "source_id": {"realbet": "my-lab"}})
+    own.to_csv(mine, index=False)
+    report = benchmark.analyze(mine, candidate="my-chip")
+    assert set(report.audit["system"]) == {"my-chip", "h100"}
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda f: f.assign(value=f["value"].astype(object).where(f.index != 3, "fast")),
+         ["mine.csv", "row 4", "'value'", "'fast' is not a number"]),
+        (lambda f: f.drop(columns="decimals"), ["mine.csv", "missing column", "'decimals'"]),
+        (lambda f: f.assign(value=f["value"].where(f.index != 0, -1.0)), ["mine.csv", "row 1", "'value'"]),
+        (lambda f: f[~((f["model"] == "kimi-k2.5") & (f["metric"] == "interactivity"))],
+         ["mine.csv", "kimi-k2.5", "interactivity"]),
+        (lambda f: f.replace({"system": {"jalapeno": "other"}}), ["mine.csv", "candidate system 'jalapeno'"]),
+    ],
+)
+def test_analyze_rejects_bad_files_clearly(tmp_path, edit, expected):
+    mine = tmp_path / "mine.csv"
+    edit(RESULTS.copy()).to_csv(mine, index=False)
+    with pytest.raises(data.DataError) as info:
+        benchmark.analyze(mine, candidate="jalapeno")
+    for part in expected:
+        assert part in str(info.value), str(info.value)
