@@ -196,7 +196,7 @@ def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         legend=alt.Legend(orient="top"),
     )
     decode = base.mark_bar(height=16).encode(
-        x=alt.X("decode_s:Q", title="Seconds: bar = output tokens ÷ tokens/s per user; tick = reported latency",
+        x=alt.X("decode_s:Q", title="Seconds",
                 scale=x_scale),
         y=y, color=colour, tooltip=tooltip,
     )
@@ -210,10 +210,11 @@ def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         label_x="max(datum.decode_s, datum.e2e_latency_s)",
         ttft_label="'TTFT ' + format(datum.implied_ttft_s, '.2f') + ' s'",
     ).properties(
-        width=480, height=alt.Step(26),
+        width=400, height=alt.Step(26),
         title=alt.TitleParams(
             "Do latency and tokens/s per user fit one request?",
-            subtitle="Where the bar passes the tick, the first token would have to arrive before the request.",
+            subtitle=["Bar: output tokens ÷ tokens/s per user. Tick: reported latency.",
+                      "A bar past its tick leaves a negative time to first token."],
         ),
     )
 
@@ -268,10 +269,10 @@ def _draw_users_per_chip(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         x=alt.X("one:Q", scale=x_scale)
     )
     return alt.layer(one, points, labels).properties(
-        width=480, height=alt.Step(26),
+        width=400, height=alt.Step(26),
         title=alt.TitleParams(
-            "Users per chip, if throughput and tokens/s per user describe one operating point",
-            subtitle="Below the dashed line, one user's stream would need more than one chip.",
+            "Users per chip, if both figures describe one operating point",
+            subtitle="Left of the dashed line, one user's stream would need more than one chip.",
         ),
     )
 
