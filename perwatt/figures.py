@@ -29,6 +29,22 @@ def _model_order() -> list[str]:
     return list(comparisons.results()["model_label"].drop_duplicates())
 
 
+def _points_with_labels(base: alt.Chart, x: alt.X, y: alt.Y, text: alt.Text, tooltip: list,
+                        offset: alt.YOffset | None = None) -> list[alt.Chart]:
+    """A dot per row, coloured by system, with its value written beside it."""
+    extra = {"yOffset": offset} if offset is not None else {}
+    points = base.mark_point(filled=True, size=140).encode(x=x, y=y, color=_system_colour(), tooltip=tooltip, **extra)
+    labels = base.mark_text(align="left", dx=9, fontSize=12).encode(x=x, y=y, text=text, **extra)
+    return [points, labels]
+
+
+def _reference_line(value: float, x_scale: alt.Scale) -> alt.Chart:
+    """A dashed vertical line at ``value`` (parity, one user per chip)."""
+    return alt.Chart(pd.DataFrame({"reference": [value]})).mark_rule(strokeDash=[4, 3]).encode(
+        x=alt.X("reference:Q", scale=x_scale)
+    )
+
+
 def _draw_power_basis(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     # A fixed axis over the whole grid keeps the bars' movement visible as controls change.
     x_scale = alt.Scale(domain=[0, float(grid["ratio"].max()) * 1.08], nice=False)
@@ -56,12 +72,7 @@ def _draw_power_basis(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         y=y,
         tooltip=[alt.Tooltip("published_ratio:Q", title="Published ratio", format=".1f")],
     )
-    parity = (
-        alt.Chart(pd.DataFrame({"parity": [1.0]}))
-        .mark_rule(strokeDash=[4, 3])
-        .encode(x=alt.X("parity:Q", scale=x_scale))
-    )
-    return alt.layer(parity, bars, published, labels).properties(
+    return alt.layer(_reference_line(1.0, x_scale), bars, published, labels).properties(
         width=520,
         height=150,
         title=alt.TitleParams(
@@ -123,13 +134,8 @@ def _draw_energy_cost(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         alt.Tooltip("kwh_per_million_tokens:Q", title="kWh per million tokens", format=".3~g"),
         alt.Tooltip("joules_per_token:Q", title="J per token", format=".3~g"),
     ]
-    points = base.mark_point(filled=True, size=140).encode(
-        x=x, y=y, yOffset=offset, color=_system_colour(), tooltip=tooltip
-    )
-    labels = base.mark_text(align="left", dx=9, fontSize=12).encode(
-        x=x, y=y, yOffset=offset, text=alt.Text("cost_usd_per_million_tokens:Q", format="$.2~g")
-    )
-    return alt.layer(points, labels).properties(
+    text = alt.Text("cost_usd_per_million_tokens:Q", format="$.2~g")
+    return alt.layer(*_points_with_labels(base, x, y, text, tooltip, offset)).properties(
         width=520,
         height=alt.Step(22),
         title=alt.TitleParams(
@@ -258,17 +264,9 @@ def _draw_users_per_chip(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         alt.Tooltip("interactivity:Q", title="Tokens/s per user", format=",.0f"),
         alt.Tooltip("power_w:Q", title="Watts per chip", format=",.0f"),
     ]
-    points = base.mark_point(filled=True, size=130).encode(
-        x=alt.X("users_per_chip:Q", title="Concurrent users per chip (log scale)", scale=x_scale),
-        y=y, color=_system_colour(), tooltip=tooltip,
-    )
-    labels = base.mark_text(align="left", dx=9, fontSize=12).encode(
-        x=alt.X("users_per_chip:Q", scale=x_scale), y=y, text=alt.Text("users_per_chip:Q", format=".2~f")
-    )
-    one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(
-        x=alt.X("one:Q", scale=x_scale)
-    )
-    return alt.layer(one, points, labels).properties(
+    x = alt.X("users_per_chip:Q", title="Concurrent users per chip (log scale)", scale=x_scale)
+    text = alt.Text("users_per_chip:Q", format=".2~f")
+    return alt.layer(_reference_line(1.0, x_scale), *_points_with_labels(base, x, y, text, tooltip)).properties(
         width=400, height=alt.Step(26),
         title=alt.TitleParams(
             "Users per chip, if both figures describe one operating point",
