@@ -11,7 +11,7 @@ from functools import cache
 import altair as alt
 import pandas as pd
 
-from perwatt import benchmark, comparisons
+from perwatt import benchmark, comparisons, data, roofline
 from perwatt.interactive import Control, InteractiveFigure
 from perwatt.render import SYSTEM_COLOURS
 
@@ -297,6 +297,193 @@ def users_per_chip() -> InteractiveFigure:
     )
 
 
+
+
+def _model_control() -> Control:
+    models = data.load("models").set_index("model")
+    specs = list(data.load("model_specs")["model"])
+    return Control("model", "Model:", tuple(specs), specs[0], "select",
+                   tuple(models.loc[m, "label"] for m in specs))
+
+
+def _accelerator_control(default: str = "gb200") -> Control:
+    table = data.load("accelerators").set_index("accelerator")
+    names = tuple(roofline.known_chips())
+    return Control("accelerator", "Accelerator:", names, default, "select",
+                   tuple(table.loc[n, "label"] for n in names))
+
+
+def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
+    """Model output for the roofline figure: the roof and the two phases at one batch size."""
+    frame = roofline.roofline_points(model, accelerator, batch)
+    frame["label"] = frame["point"].map({"prefill": "prefill (8k prompt)", "decode": f"decode (batch {batch})"})
+    return frame
+
+
+def _draw_roofline(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("intensity:Q", title="Arithmetic intensity, FLOP per byte (log)",
+              scale=alt.Scale(type="log", domain=[1, 1e5], nice=False))
+    y_scale = alt.Scale(type="log", domain=[1, float(grid["tflops"].max()) * 1.5], nice=False)
+    roof = base.transform_filter("datum.series == 'roof'").mark_line(color="#334155", strokeWidth=2).encode(
+        x=x, y=alt.Y("tflops:Q", title="Attainable TFLOP/s (log)", scale=y_scale), order="intensity:Q",
+    )
+    phases = base.transform_filter("datum.series == 'phase'")
+    tooltip = [alt.Tooltip("label:N", title="Phase"), alt.Tooltip("intensity:Q", title="FLOP/byte", format=",.1f"),
+               alt.Tooltip("tflops:Q", title="Attainable TFLOP/s", format=",.0f"), alt.Tooltip("bound:N", title="Bound")]
+    points = phases.mark_point(filled=True, size=160).encode(
+        x=x, y=alt.Y("tflops:Q", scale=y_scale),
+        color=alt.Color("point:N", title="Phase", scale=alt.Scale(domain=["prefill", "decode"], range=["#7c3aed", "#c2410c"]),
+                        legend=alt.Legend(orient="top")),
+        tooltip=tooltip,
+    )
+    labels = phases.mark_text(align="left", dx=10, dy=-8, fontSize=12).encode(
+        x=x, y=alt.Y("tflops:Q", scale=y_scale), text="label:N"
+    )
+    return alt.layer(roof, points, labels).properties(
+        width=460, height=280,
+        title=alt.TitleParams("Roofline: where prefill and decode sit",
+                              subtitle="Left of the bend, memory bandwidth limits; right of it, compute."),
+    )
+
+
+@cache
+def roofline_figure() -> InteractiveFigure:
+    """Figure: the roofline of one chip with prefill and decode placed on it."""
+    return InteractiveFigure(
+        name="roofline",
+        description=(
+            "Log-log roofline: attainable TFLOP/s against arithmetic intensity for the chosen "
+            "accelerator, with the prefill of an 8k-token prompt and one decode step at the chosen "
+            "batch size placed on it."
+        ),
+        controls=(_model_control(), _accelerator_control(),
+                  Control("batch", "Decode batch size:", roofline.BATCHES, 1, "select")),
+        compute=roofline_frame,
+        draw=_draw_roofline,
+        keys=("series", "point"),
+        values=("intensity", "tflops"),
+    )
+
+
+def frontier_frame(model: str, accelerator: str, precision: str, workload: str) -> pd.DataFrame:
+    """Model output for the frontier figure: one row per batch size."""
+    w = comparisons.workload(workload)
+    return roofline.frontier(model, accelerator, precision, float(w["isl_tokens"]), float(w["osl_tokens"]))
+
+
+def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("tokens_per_s_per_user:Q", title="Interactivity: tokens/s per user (log)",
+              scale=alt.Scale(type="log", domain=[float(grid["tokens_per_s_per_user"].min()) / 1.3,
+                                                  float(grid["tokens_per_s_per_user"].max()) * 1.3], nice=False))
+    y = alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip (log)",
+              scale=alt.Scale(type="log", domain=[float(grid["output_tokens_per_s_per_chip"].min()) / 1.3,
+                                                  float(grid["output_tokens_per_s_per_chip"].max()) * 1.3], nice=False))
+    tooltip = [alt.Tooltip("batch:Q", title="Batch"), alt.Tooltip("chips:Q", title="Chips per instance"),
+               alt.Tooltip("tokens_per_s_per_user:Q", title="Tokens/s per user", format=",.0f"),
+               alt.Tooltip("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip", format=",.0f"),
+               alt.Tooltip("ttft_s:Q", title="Mean TTFT, s", format=".2f"),
+               alt.Tooltip("joules_per_output_token:Q", title="J per output token", format=".3f")]
+    line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60), color=SYSTEM_COLOURS["GB200"]).encode(
+        x=x, y=y, order="batch:Q", tooltip=tooltip)
+    labels = base.transform_filter("indexof([1, 8, 64, 512], datum.batch) >= 0").mark_text(
+        align="left", dx=7, dy=-7, fontSize=11).encode(x=x, y=y, text=alt.Text("batch:Q", format="d"))
+    return alt.layer(line, labels).properties(
+        width=460, height=280,
+        title=alt.TitleParams("Throughput against interactivity across batch sizes",
+                              subtitle="Each point is a batch size (some labelled). Up and right is better; no point is both."),
+    )
+
+
+@cache
+def frontier_figure() -> InteractiveFigure:
+    """Figure: the throughput–interactivity frontier of one model on one chip."""
+    return InteractiveFigure(
+        name="frontier",
+        description=(
+            "Line chart on log-log axes: output tokens per second per chip against tokens per second "
+            "per user, one point per batch size from 1 to 1,024, for the chosen model, accelerator, "
+            "weight precision and workload."
+        ),
+        controls=(_model_control(), _accelerator_control(),
+                  Control("precision", "Weights:", roofline.PRECISIONS, "as_released", "radio",
+                          tuple(roofline.PRECISION_LABELS[p] for p in roofline.PRECISIONS)),
+                  Control("workload", "Workload (input/output):", tuple(data.load("workloads")["workload"]),
+                          "8k/1k", "select")),
+        compute=frontier_frame,
+        draw=_draw_frontier,
+        keys=("batch",),
+        values=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
+    )
+
+
+def implied_bandwidth_frame(precision: str, kv: str) -> pd.DataFrame:
+    """Model output for the implied-bandwidth figure: one row per model."""
+    w = comparisons.workload("8k/1k")
+    context = float(w["isl_tokens"] + w["osl_tokens"] / 2) if kv == "with_kv" else 0.0
+    table = benchmark.per_user(benchmark.book_results(), float(w["osl_tokens"]))
+    table = table[table["system"] == comparisons.CANDIDATE].reset_index(drop=True)
+    table["required_tb_s"] = [
+        float(roofline.required_bandwidth(m, rate, context, precision)) / roofline.TERA
+        for m, rate in zip(table["model"], table["interactivity"])
+    ]
+    reference = roofline.chip("gb300")
+    table["hbm_equivalents"] = table["required_tb_s"] * roofline.TERA / reference.bandwidth_bytes_s
+    table["reference_tb_s"] = reference.bandwidth_bytes_s / roofline.TERA
+    return comparisons.label(table)
+
+
+def _draw_implied_bandwidth(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x_scale = alt.Scale(type="log", domain=[1, float(grid["required_tb_s"].max()) * 2], nice=False)
+    y = alt.Y("model_label:N", title=None, sort=_model_order())
+    tooltip = [alt.Tooltip("model_label:N", title="Model"),
+               alt.Tooltip("interactivity:Q", title="Reported tokens/s per user", format=",.0f"),
+               alt.Tooltip("required_tb_s:Q", title="Bandwidth needed, TB/s", format=",.0f"),
+               alt.Tooltip("hbm_equivalents:Q", title="GB300s' worth of HBM bandwidth", format=",.1f")]
+    bars = base.mark_bar(color=SYSTEM_COLOURS["Jalapeño"], height=24).encode(
+        x=alt.X("required_tb_s:Q", title="Memory bandwidth one user's stream needs, TB/s (log)", scale=x_scale),
+        y=y, tooltip=tooltip)
+    labels = base.mark_text(align="left", dx=4, fontSize=12).encode(
+        x=alt.X("required_tb_s:Q", scale=x_scale), y=y, text="label:N")
+    reference = base.mark_rule(strokeDash=[4, 3]).encode(x=alt.X("reference_tb_s:Q", scale=x_scale))
+    return alt.layer(reference, bars, labels).transform_calculate(
+        label="format(datum.required_tb_s, ',.0f') + ' TB/s = ' + format(datum.hbm_equivalents, '.0f') + ' GB300s'"
+    ).properties(
+        width=420, height=140,
+        title=alt.TitleParams("Bandwidth implied by Jalapeño's tokens/s per user",
+                              subtitle="Batch 1, no speculative decoding. Dashed line: one GB300's HBM."),
+    )
+
+
+@cache
+def implied_bandwidth() -> InteractiveFigure:
+    """Figure: the memory bandwidth the reported per-user rates would need at batch 1."""
+    return InteractiveFigure(
+        name="implied-bandwidth",
+        description=(
+            "Bar chart on a log axis: for each model, the memory bandwidth one user's stream would need "
+            "to reach Jalapeño's reported tokens per second per user at batch 1 without speculative "
+            "decoding, beside one GB300's HBM bandwidth."
+        ),
+        controls=(Control("precision", "Weights:", roofline.PRECISIONS, "as_released", "radio",
+                          tuple(roofline.PRECISION_LABELS[p] for p in roofline.PRECISIONS)),
+                  Control("kv", "Count:", ("weights_only", "with_kv"), "with_kv", "radio",
+                          ("weights only", "weights and the KV cache of an 8k/1k request"))),
+        compute=implied_bandwidth_frame,
+        draw=_draw_implied_bandwidth,
+        keys=("model",),
+        values=("required_tb_s", "hbm_equivalents"),
+    )
+
+
 def all_figures() -> list[InteractiveFigure]:
     """Every interactive figure in the book, for tests and benchmarks."""
-    return [power_basis(), energy_cost(), latency_audit(), users_per_chip()]
+    return [power_basis(), energy_cost(), latency_audit(), users_per_chip(),
+            roofline_figure(), frontier_figure(), implied_bandwidth()]
+
+
+def by_name(name: str) -> InteractiveFigure:
+    """The interactive figure called ``name`` (its ``data-figure`` in the site)."""
+    for figure in all_figures():
+        if figure.name == name:
+            return figure
+    raise ValueError(f"no figure named {name!r}; figures: {[f.name for f in all_figures()]}")

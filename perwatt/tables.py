@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from perwatt import benchmark, comparisons, data
+from perwatt import benchmark, comparisons, data, roofline
 
 
 @dataclass(frozen=True)
@@ -223,4 +223,55 @@ def sources() -> Styler:
          "status": Column("Evidence"), "note": Column("Note")},
         caption="Sources. Article files are in shared/sources beside the repository.",
         table_id="sources",
+    )
+
+
+def model_sizes() -> Styler:
+    """What each model reads per token: weights, KV cache, and the split the model derives."""
+    rows = []
+    for name in data.load("model_specs")["model"]:
+        spec = roofline.model_spec(name)
+        rows.append({
+            "model": name,
+            "total_gb": roofline.total_weight_bytes(spec) / roofline.GIGA,
+            "active_gb": float(roofline.weight_bytes(spec, 1)) / roofline.GIGA,
+            "kv_kb": float(roofline.kv_bytes(spec, 1)) / 1e3,
+            "kv_8k_gb": float(roofline.kv_bytes(spec, 8192)) / roofline.GIGA,
+            "flops_g": 2 * spec.active_params / roofline.GIGA,
+        })
+    return styled(
+        comparisons.label(pd.DataFrame(rows)),
+        {
+            "model_label": Column("Model"),
+            "total_gb": Column("All weights, GB", "{:,.1f}", "derived"),
+            "active_gb": Column("Weights one token reads, GB", "{:,.2f}", "derived"),
+            "kv_kb": Column("KV cache per token, kB", "{:,.1f}", "derived"),
+            "kv_8k_gb": Column("KV cache of an 8k context, GB", "{:,.2f}", "derived"),
+            "flops_g": Column("Matmul GFLOP per token", "{:,.1f}", "derived"),
+        },
+        caption="Derived from each model's architecture (data/model_specs.csv) at the weight format it was "
+        "released in, with a BF16 KV cache.",
+        table_id="model-sizes",
+    )
+
+
+def validation(frame: pd.DataFrame) -> Styler:
+    """The model's time per output token beside public measurements."""
+    table = comparisons.label(frame)
+    table["source"] = table["source_id"].map(data.load("sources").set_index("source_id")["title"])
+    table["setup"] = [f"{c} × {a.upper()}, {p.upper()}, batch {b}" for c, a, p, b in
+                      zip(table["chips"], table["accelerator"], table["precision"], table["batch"])]
+    return styled(
+        table,
+        {
+            "model_label": Column("Model"),
+            "setup": Column("Setup"),
+            "engine": Column("Engine"),
+            "measured_tpot_ms": Column("Measured ms per token", "{:.2f}", "confirmed"),
+            "modelled_tpot_ms": Column("Model ms per token", "{:.2f}", "derived"),
+            "error_pct": Column("Error", "{:+.0f} %", "derived"),
+            "source": Column("Source"),
+        },
+        caption="Time per output token: public measurements against the model at its default assumptions.",
+        table_id="validation",
     )

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from perwatt import figures
-from perwatt.interactive import Control, InteractiveFigure
+from perwatt.interactive import SHIPPED_RTOL, Control, InteractiveFigure
 
 pytestmark = pytest.mark.browser
 FIGURES = {f.name: f for f in figures.all_figures()}
@@ -148,11 +148,15 @@ def _current_setting(page, chart_id: str, figure: InteractiveFigure) -> dict:
             raw = float(page.locator(f"{scope} input[type=range][name='{control.name}']").input_value())
             setting[control.name] = min(control.options, key=lambda v: abs(v - raw))
             assert abs(setting[control.name] - raw) < control.step / 1000
-        elif control.widget == "radio":
-            setting[control.name] = page.locator(
-                f"{scope} input[type=radio][name='{control.name}']:checked").get_attribute("value")
         else:
-            setting[control.name] = page.locator(f"{scope} select[name='{control.name}']").input_value()
+            if control.widget == "radio":
+                raw = page.locator(f"{scope} input[type=radio][name='{control.name}']:checked").get_attribute("value")
+            else:
+                raw = page.locator(f"{scope} select[name='{control.name}']").input_value()
+            # The page holds text; map it back to the option it stands for (numbers stay numbers).
+            matches = [v for v in control.options if str(v) == raw]
+            assert len(matches) == 1, f"{control.name}: page shows {raw!r}, not one of {control.options}"
+            setting[control.name] = matches[0]
     return setting
 
 
@@ -166,15 +170,20 @@ def _shown(page, chart_id: str, figure: InteractiveFigure) -> list[pd.DataFrame]
 
 
 def _assert_matches_model(frames: list[pd.DataFrame], figure: InteractiveFigure, setting: dict) -> None:
-    expected = figure.frame(**setting).set_index(list(figure.keys))[list(figure.values)].sort_index()
+    """Every mark shows only model rows with the model's values, and together they show them all."""
+    keys, values = list(figure.keys), list(figure.values)
+    expected = figure.frame(**setting).set_index(keys)[values].sort_index()
     for frame in frames:
-        got = frame.set_index(list(figure.keys))[list(figure.values)].sort_index()
-        assert list(got.index) == list(expected.index), f"{figure.name} at {setting}: rows differ"
-        for column in figure.values:
-            for key, want in expected[column].items():
-                have = got.loc[key, column]
-                assert math.isclose(have, want, rel_tol=1e-12), (
+        got = frame.set_index(keys)[values].sort_index()
+        extra = set(got.index) - set(expected.index)
+        assert not extra, f"{figure.name} at {setting}: rows the model does not have: {extra}"
+        for column in values:
+            for key, have in got[column].items():
+                want = expected.loc[key, column]
+                assert math.isclose(have, want, rel_tol=SHIPPED_RTOL), (
                     f"{figure.name} at {setting}: {column} for {key} is {have}, model says {want}")
+    shown = set().union(*(set(f.set_index(keys).index) for f in frames))
+    assert shown == set(expected.index), f"{figure.name} at {setting}: model rows not drawn: {set(expected.index) - shown}"
 
 
 def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser, pages_checked):
@@ -194,7 +203,7 @@ def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser
                 for control in figure.controls:
                     for value in _targets(control):
                         setting_before = _current_setting(page, chart["id"], figure)
-                        shown_before = _shown(page, chart["id"], figure)[0]
+                        shown_before = _shown(page, chart["id"], figure)
                         _move(page, chart["id"], control, value)
                         setting = _current_setting(page, chart["id"], figure)
                         assert setting == {**setting_before, control.name: value}, f"{control.name} did not move"
@@ -202,14 +211,20 @@ def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser
                         _assert_matches_model(shown_after, figure, setting)
                         values = list(figure.values)
                         model_moved = not figure.frame(**setting)[values].equals(figure.frame(**setting_before)[values])
-                        data_moved = not shown_after[0][values].reset_index(drop=True).equals(
-                            shown_before[values].reset_index(drop=True))
+                        data_moved = not _rows(shown_after, figure).equals(_rows(shown_before, figure))
                         assert data_moved == model_moved, f"{figure.name}: moving {control.name} to {value}"
                         moved += 1
             assert visit.errors == [] and visit.off_origin == []
         finally:
             visit.close()
     assert moved >= 10
+
+
+def _rows(frames: list[pd.DataFrame], figure: InteractiveFigure) -> pd.DataFrame:
+    """All model rows the marks show, one per key, in a fixed order."""
+    keys, values = list(figure.keys), list(figure.values)
+    combined = pd.concat([f[keys + values] for f in frames]).drop_duplicates(subset=keys)
+    return combined.sort_values(keys).reset_index(drop=True)
 
 
 def test_power_basis_labels_show_the_model_ratio(site_url, browser):

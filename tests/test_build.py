@@ -169,7 +169,7 @@ def test_model_changes_invalidate_the_execution_cache(tmp_path):
 
 
 def test_every_data_file_can_be_downloaded_from_the_site(site):
-    page = (site / "chapters" / "benchmark-tables.html").read_text(encoding="utf-8")
+    page = (site / "chapters" / "data-dictionary.html").read_text(encoding="utf-8")
     links = dict(re.findall(r'href="\.\./(_downloads/[0-9a-f]+/([^"]+))"', page))
     offered = {name: path for path, name in links.items()}
     for data_file in sorted((REPO / "data").glob("*.csv")) + [REPO / "data" / "datapackage.json"]:

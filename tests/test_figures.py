@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perwatt import comparisons, figures, metrics, render
-from perwatt.interactive import Control, parse_csv_data
+from perwatt.interactive import SHIPPED_RTOL, Control, parse_csv_data
 
 FIGURES = {f.name: f for f in figures.all_figures()}
 
@@ -82,7 +82,8 @@ def test_chart_ships_the_grid_exactly():
         columns = [c.name for c in fig.controls] + list(fig.keys) + list(fig.values)
         left = shipped[columns].sort_values(columns).reset_index(drop=True)
         right = fig.grid[columns].sort_values(columns).reset_index(drop=True)
-        pd.testing.assert_frame_equal(left, right, check_dtype=False, check_column_type=False, rtol=0, atol=0)
+        pd.testing.assert_frame_equal(left, right, check_dtype=False, check_column_type=False,
+                                      rtol=SHIPPED_RTOL, atol=0)
 
 
 def test_chart_binds_one_input_per_control():

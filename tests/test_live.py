@@ -72,7 +72,7 @@ def _moves() -> list[tuple[str, str, object]]:
 @pytest.mark.parametrize(("name", "control", "value"), _moves())
 def test_setting_a_control_redraws_the_panel_with_the_model_values(kernel, name, control, value):
     figure = FIGURES[name]
-    kernel.run(f"panel = figures.{figure.name.replace('-', '_')}().panel()\nview_id = id(panel.view)")
+    kernel.run(f"panel = figures.by_name({figure.name!r}).panel()\nview_id = id(panel.view)")
     before = kernel.value("panel.shown_data().to_dict(orient='records')")
     _compare(before, figure, figure.defaults())
 
