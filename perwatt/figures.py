@@ -441,11 +441,12 @@ def _draw_implied_bandwidth(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerCha
                alt.Tooltip("hbm_equivalents:Q", title="GB300s' worth of HBM bandwidth", format=",.1f")]
     bars = base.mark_bar(color=SYSTEM_COLOURS["Jalapeño"], height=24).encode(
         x=alt.X("required_tb_s:Q", title="Memory bandwidth one user's stream needs, TB/s (log)", scale=x_scale),
+        x2=alt.datum(1),  # a log axis has no zero: bars start at the axis's left end
         y=y, tooltip=tooltip)
     labels = base.mark_text(align="left", dx=4, fontSize=12).encode(
         x=alt.X("required_tb_s:Q", scale=x_scale), y=y, text="label:N")
     reference = base.mark_rule(strokeDash=[4, 3]).encode(x=alt.X("reference_tb_s:Q", scale=x_scale))
-    return alt.layer(reference, bars, labels).transform_calculate(
+    return alt.layer(bars, labels, reference).transform_calculate(
         label="format(datum.required_tb_s, ',.0f') + ' TB/s = ' + format(datum.hbm_equivalents, '.0f') + ' GB300s'"
     ).properties(
         width=420, height=140,
