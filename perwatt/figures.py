@@ -9,9 +9,10 @@ from __future__ import annotations
 from functools import cache
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
-from perwatt import benchmark, comparisons, data, roofline
+from perwatt import benchmark, comparisons, data, roofline, speculative
 from perwatt.interactive import Control, InteractiveFigure
 from perwatt.render import SYSTEM_COLOURS
 
@@ -476,10 +477,119 @@ def implied_bandwidth() -> InteractiveFigure:
     )
 
 
+def speedup_surface_frame(c: float) -> pd.DataFrame:
+    """Closed-form speed-up over a grid of acceptance rates and draft lengths, best draft length marked."""
+    alphas = np.round(np.arange(0.5, 0.951, 0.05), 2)
+    gammas = np.arange(1, 11)
+    a, g = np.meshgrid(alphas, gammas, indexing="ij")
+    frame = pd.DataFrame({"alpha": a.ravel(), "gamma": g.ravel()})
+    frame["speedup"] = speculative.speedup(frame["alpha"].to_numpy(), frame["gamma"].to_numpy(), c)
+    frame["expected_tokens"] = speculative.expected_tokens(frame["alpha"].to_numpy(), frame["gamma"].to_numpy())
+    best = speculative.best_gamma(alphas, c, max_gamma=10)
+    # 1 or 0 rather than a boolean, so the chart's CSV carries a number.
+    frame["is_best"] = (frame["gamma"].to_numpy() == np.repeat(best, len(gammas))).astype(int)
+    return frame
+
+
+def _draw_speedup_surface(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("gamma:O", title="Draft length γ (tokens)")
+    y = alt.Y("alpha:O", title="Acceptance rate α", sort="descending", axis=alt.Axis(format=".2f"))
+    colour = alt.Color("speedup:Q", title="Speed-up",
+                       scale=alt.Scale(scheme="blueorange", domainMid=1,
+                                       domain=[float(grid["speedup"].min()), float(grid["speedup"].max())]))
+    tooltip = [alt.Tooltip("alpha:Q", title="α", format=".2f"), alt.Tooltip("gamma:Q", title="γ"),
+               alt.Tooltip("expected_tokens:Q", title="Tokens per target pass", format=".2f"),
+               alt.Tooltip("speedup:Q", title="Speed-up", format=".2f")]
+    cells = base.mark_rect().encode(x=x, y=y, color=colour, tooltip=tooltip)
+    text = base.mark_text(fontSize=10).encode(x=x, y=y, text=alt.Text("speedup:Q", format=".1f"))
+    best = base.transform_filter("datum.is_best == 1").mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
+    return alt.layer(cells, text, best).properties(
+        width=420, height=300,
+        title=alt.TitleParams("Speed-up from speculative decoding (memory-bound decode)",
+                              subtitle="Black outline: the best draft length for each acceptance rate."),
+    )
+
+
+@cache
+def speedup_surface() -> InteractiveFigure:
+    """Figure: Leviathan et al.'s speed-up over acceptance rate and draft length, for a draft cost."""
+    return InteractiveFigure(
+        name="speedup-surface",
+        description=(
+            "Heat map of the closed-form speed-up of speculative decoding over acceptance rates 0.5 to "
+            "0.95 and draft lengths 1 to 10, for the chosen draft cost ratio, with the best draft length "
+            "for each acceptance rate outlined."
+        ),
+        controls=(Control.slider("c", "Draft cost c (draft pass ÷ target pass):", 0.0, 0.5, 0.05, 0.05, decimals=2),),
+        compute=speedup_surface_frame,
+        draw=_draw_speedup_surface,
+        keys=("alpha", "gamma"),
+        values=("speedup",),
+    )
+
+
+SPEC_MODEL, SPEC_ACCELERATOR = "llama-3.1-8b", "h100"
+
+
+def speculation_batch_frame(alpha: float, gamma: int, c: float, context: int) -> pd.DataFrame:
+    """Speed-up per user across batch sizes, priced with the roofline model, with the crossover."""
+    frame = speculative.batch_frame(SPEC_MODEL, SPEC_ACCELERATOR, alpha, int(gamma), c, float(context))
+    frame["crossover_label"] = (
+        f"stops paying at batch {frame['crossover_batch'].iloc[0]:.0f}"
+        if np.isfinite(frame["crossover_batch"].iloc[0]) else "still pays at batch 4096"
+    )
+    return frame
+
+
+def _draw_speculation_batch(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("batch:Q", title="Batch size (log)", scale=alt.Scale(type="log", base=2, domain=[1, 1024], nice=False))
+    y_scale = alt.Scale(domain=[0, float(grid["speedup"].max()) * 1.1], nice=False)
+    tooltip = [alt.Tooltip("batch:Q", title="Batch"), alt.Tooltip("speedup:Q", title="Speed-up per user", format=".2f"),
+               alt.Tooltip("energy_ratio:Q", title="Energy per token, with ÷ without", format=".2f")]
+    line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=50), color="#7c3aed").encode(
+        x=x, y=alt.Y("speedup:Q", title="Speed-up per user (with ÷ without speculation)", scale=y_scale),
+        order="batch:Q", tooltip=tooltip)
+    parity = alt.Chart(pd.DataFrame({"reference": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(
+        y=alt.Y("reference:Q", scale=y_scale))
+    label = base.transform_filter("datum.batch == 1").mark_text(align="left", dx=6, dy=-14, fontSize=13,
+                                                                fontWeight="bold").encode(
+        x=x, y=alt.Y("speedup:Q", scale=y_scale), text="crossover_label:N")
+    return alt.layer(parity, line, label).properties(
+        width=440, height=260,
+        title=alt.TitleParams("Does speculation still pay at this batch size?",
+                              subtitle="Llama 3.1 8B on one H100, roofline model. Dashed line: no gain."),
+    )
+
+
+@cache
+def speculation_batch() -> InteractiveFigure:
+    """Figure: speculative speed-up against batch size, and the batch where it stops paying."""
+    return InteractiveFigure(
+        name="speculation-batch",
+        description=(
+            "Line chart: the per-user speed-up from speculative decoding against batch size from 1 to "
+            "1,024 for Llama 3.1 8B on one H100, priced with the book's roofline model, for the chosen "
+            "acceptance rate, draft length, draft cost and context length, with the batch at which "
+            "speculation stops paying."
+        ),
+        controls=(
+            Control.slider("alpha", "Acceptance rate α:", 0.5, 0.9, 0.1, 0.7, decimals=1),
+            Control.slider("gamma", "Draft length γ:", 1, 4, 1, 3, decimals=0),
+            Control.slider("c", "Draft cost c:", 0.0, 0.3, 0.1, 0.1, decimals=1),
+            Control("context", "Context per sequence, tokens:", (128, 512, 2048), 512, "select"),
+        ),
+        compute=speculation_batch_frame,
+        draw=_draw_speculation_batch,
+        keys=("batch",),
+        values=("speedup", "energy_ratio", "crossover_batch"),
+    )
+
+
 def all_figures() -> list[InteractiveFigure]:
     """Every interactive figure in the book, for tests and benchmarks."""
     return [power_basis(), energy_cost(), latency_audit(), users_per_chip(),
-            roofline_figure(), frontier_figure(), implied_bandwidth()]
+            roofline_figure(), frontier_figure(), implied_bandwidth(),
+            speedup_surface(), speculation_batch()]
 
 
 def by_name(name: str) -> InteractiveFigure:

@@ -219,6 +219,9 @@ def csv_data(frame: pd.DataFrame) -> alt.InlineData:
     the browser holds the model's values to within one part in 10^9 at a fraction of the
     bytes of full round-trip precision.
     """
+    flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
+    if flags:
+        raise ValueError(f"columns {flags} are booleans; ship them as 0/1 so the chart can parse them")
     parse = {c: "number" if pd.api.types.is_numeric_dtype(frame[c]) else "string" for c in frame.columns}
     for column, kind in parse.items():
         if kind == "string" and frame[column].astype(str).str.contains(r'[",\n]').any():
@@ -228,10 +231,13 @@ def csv_data(frame: pd.DataFrame) -> alt.InlineData:
 
 
 def parse_csv_data(data: dict) -> pd.DataFrame:
-    """Read back the rows of a chart's inline CSV data (the inverse of :func:`csv_data`)."""
+    """Read back the rows of a chart's inline CSV data (the inverse of :func:`csv_data`).
+
+    An empty cell is an unknown, as in the chart, and reads back as NaN.
+    """
     import io
 
-    return pd.read_csv(io.StringIO(data["values"]), keep_default_na=False)
+    return pd.read_csv(io.StringIO(data["values"]), keep_default_na=False, na_values=[""])
 
 
 class LiveOnlyNote:

@@ -1,0 +1,143 @@
+"""Speculative decoding: when drafting pays, when it does not, and what it does to comparisons.
+
+A small draft model proposes ``gamma`` tokens; the target model checks them all in one pass and
+keeps the longest prefix it agrees with, plus one token of its own. With each drafted token
+accepted independently with probability ``alpha`` (Leviathan et al., 2023):
+
+* expected tokens per target pass: (1 − α^(γ+1)) / (1 − α);
+* wall-time speed-up when a draft token costs ``c`` target passes: that ÷ (γc + 1).
+
+That closed form assumes verifying γ+1 tokens costs the same as generating one, which holds
+only while decode is memory-bound. :func:`batch_speedup` drops the assumption: it prices the
+verification pass with the roofline model of :mod:`perwatt.roofline`, where a large batch makes
+decode compute-bound and verification work stops being free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perwatt import roofline
+
+
+def _check_alpha(alpha) -> np.ndarray:
+    a = np.asarray(alpha, dtype=float)
+    if not np.isfinite(a).all() or (a < 0).any() or (a >= 1).any():
+        raise ValueError(f"alpha (acceptance rate) must be in [0, 1), got {alpha!r}")
+    return a
+
+
+def _check_gamma(gamma) -> np.ndarray:
+    g = np.asarray(gamma, dtype=float)
+    if not np.isfinite(g).all() or (g < 0).any() or (g != np.round(g)).any():
+        raise ValueError(f"gamma (draft length) must be a whole number ≥ 0, got {gamma!r}")
+    return g
+
+
+def _check_cost(c) -> np.ndarray:
+    cost = np.asarray(c, dtype=float)
+    if not np.isfinite(cost).all() or (cost < 0).any():
+        raise ValueError(f"c (draft cost ratio) must be ≥ 0, got {c!r}")
+    return cost
+
+
+def expected_tokens(alpha, gamma):
+    """Expected tokens produced per target pass (accepted drafts plus the target's own token)."""
+    a, g = _check_alpha(alpha), _check_gamma(gamma)
+    return (1 - a ** (g + 1)) / (1 - a)
+
+
+def speedup(alpha, gamma, c):
+    """Leviathan et al.'s wall-time improvement factor: expected tokens ÷ (γc + 1)."""
+    return expected_tokens(alpha, gamma) / (_check_gamma(gamma) * _check_cost(c) + 1)
+
+
+def best_gamma(alpha, c, max_gamma: int = 16):
+    """The draft length in 0..``max_gamma`` with the largest closed-form speed-up (0 = do not speculate)."""
+    a = _check_alpha(alpha)[..., None]
+    cost = _check_cost(c)[..., None]
+    gammas = np.arange(max_gamma + 1, dtype=float)
+    return gammas[np.argmax(speedup(a, gammas, cost), axis=-1)]
+
+
+def simulate(alpha: float, gamma: int, rounds: int, seed: int = 0) -> dict:
+    """Monte Carlo of drafting and verification: ``rounds`` target passes.
+
+    Each pass drafts ``gamma`` tokens; they are accepted one by one with probability ``alpha``
+    until the first rejection, and the target adds one token of its own. Returns the mean tokens
+    per pass and its standard error. Deterministic for a given seed.
+    """
+    _check_alpha(alpha)
+    _check_gamma(gamma)
+    if rounds < 2:
+        raise ValueError(f"rounds must be at least 2, got {rounds}")
+    rng = np.random.default_rng(seed)
+    accepted_each = rng.random((rounds, int(gamma))) < alpha
+    # Tokens kept per pass: the run of acceptances before the first rejection, plus one.
+    run = np.cumprod(accepted_each, axis=1).sum(axis=1) if gamma else np.zeros(rounds)
+    tokens = run + 1
+    return {"mean": float(tokens.mean()), "stderr": float(tokens.std(ddof=1) / np.sqrt(rounds)), "rounds": rounds}
+
+
+def _target_pass_time(spec, device, batch, tokens_per_sequence, context, chips, assumptions):
+    """Seconds for one target pass over ``batch`` sequences of ``tokens_per_sequence`` new tokens each."""
+    tokens = np.asarray(batch, dtype=float) * tokens_per_sequence
+    flops = tokens * 2 * spec.active_params + tokens * roofline._attention_flops_per_token(spec, context)
+    nbytes = roofline.weight_bytes(spec, tokens) + np.asarray(batch, dtype=float) * roofline.kv_bytes(
+        spec, context, assumptions.kv_bits)
+    return roofline.phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions)
+
+
+def batch_speedup(model: str, accelerator: str, alpha, gamma, c, batch, context: float = 8704,
+                  assumptions: roofline.Assumptions = roofline.DEFAULTS) -> dict:
+    """Speed-up per user and energy per accepted token at a batch size, from the roofline model.
+
+    A round drafts ``gamma`` tokens (each costing ``c`` plain target steps) and verifies
+    ``gamma + 1`` tokens per sequence in one target pass, producing ``expected_tokens`` tokens
+    per sequence. Without speculation a step produces one token per sequence.
+    Returns arrays: the speed-up, plain and speculative seconds per token, and joules per
+    accepted output token with and without speculation at the chip's rated power.
+    """
+    spec = roofline.model_spec(model)
+    device = roofline.chip(accelerator)
+    batch = np.asarray(batch, dtype=float)
+    g = _check_gamma(gamma)
+    cost = _check_cost(c)
+    chips = roofline.chips_needed(spec, device, batch, context, assumptions)
+    plain = _target_pass_time(spec, device, batch, 1, context, chips, assumptions)
+    verify = _target_pass_time(spec, device, batch, g + 1, context, chips, assumptions)
+    round_time = g * cost * plain + verify
+    tokens = expected_tokens(alpha, g)
+    per_token = round_time / tokens
+    energy_per_second = device.power_w * chips
+    return {
+        "speedup": plain / per_token,
+        "plain_s_per_token": plain,
+        "speculative_s_per_token": per_token,
+        "plain_j_per_token": energy_per_second * plain / batch,
+        "speculative_j_per_token": energy_per_second * per_token / batch,
+        "chips": chips,
+    }
+
+
+def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: float,
+                    max_batch: int = 4096, **kwargs) -> float:
+    """The batch size at which speculation stops paying as batches grow: the smallest batch,
+    above the one where the speed-up peaks, with a speed-up of 1 or less. NaN if speculation
+    still pays at ``max_batch``."""
+    batches = np.arange(1, max_batch + 1, dtype=float)
+    gain = batch_speedup(model, accelerator, alpha, gamma, c, batches, **kwargs)["speedup"]
+    peak = int(np.argmax(gain))
+    losing = np.flatnonzero(gain[peak:] <= 1.0)
+    return float(batches[peak + losing[0]]) if len(losing) else float("nan")
+
+
+def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float, context: float = 8704,
+                batches=roofline.BATCHES) -> pd.DataFrame:
+    """Speed-up and energy per accepted token across batch sizes, with the crossover batch."""
+    result = batch_speedup(model, accelerator, alpha, gamma, c, np.asarray(batches, dtype=float), context)
+    frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
+    frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
+    frame["crossover_batch"] = crossover_batch(model, accelerator, alpha, gamma, c, context=context)
+    return frame

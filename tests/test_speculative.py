@@ -1,0 +1,102 @@
+"""Speculative decoding: closed form against simulation, the roofline-priced batch model, crossovers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perwatt import figures, speculative
+
+
+def test_known_values():
+    # α = 0.8, γ = 4: (1 − 0.8^5) / 0.2 = 3.3616 tokens per pass.
+    assert speculative.expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert speculative.speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    assert speculative.expected_tokens(0.0, 5) == pytest.approx(1.0)
+    assert speculative.expected_tokens(0.7, 0) == pytest.approx(1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.floats(min_value=0.0, max_value=0.95), st.integers(min_value=0, max_value=8), st.integers(0, 2**31 - 1))
+def test_simulation_agrees_with_the_closed_form_within_sampling_error(alpha, gamma, seed):
+    result = speculative.simulate(alpha, gamma, 20_000, seed=seed)
+    exact = float(speculative.expected_tokens(alpha, gamma))
+    # Five standard errors: a false alarm about once in 1.7 million draws.
+    assert abs(result["mean"] - exact) <= 5 * result["stderr"] + 1e-12
+
+
+def test_simulation_is_deterministic_for_a_seed():
+    assert speculative.simulate(0.7, 3, 5000, seed=11) == speculative.simulate(0.7, 3, 5000, seed=11)
+    assert speculative.simulate(0.7, 3, 5000, seed=11) != speculative.simulate(0.7, 3, 5000, seed=12)
+
+
+@given(st.floats(min_value=0.01, max_value=0.95), st.floats(min_value=0.0, max_value=1.0))
+def test_best_gamma_is_the_argmax(alpha, c):
+    best = int(speculative.best_gamma(alpha, c, max_gamma=16))
+    values = [float(speculative.speedup(alpha, g, c)) for g in range(17)]
+    assert values[best] == pytest.approx(max(values))
+
+
+def test_costlier_drafts_shorten_the_best_draft():
+    assert speculative.best_gamma(0.8, 0.02) > speculative.best_gamma(0.8, 0.3)
+
+
+def test_batch_one_dense_model_reproduces_the_closed_form():
+    # Memory-bound and dense: verifying γ+1 tokens costs the same bytes as one.
+    measured = speculative.batch_speedup("llama-3.1-8b", "h100", 0.8, 4, 0.05, 1, 512)["speedup"]
+    assert float(measured) == pytest.approx(float(speculative.speedup(0.8, 4, 0.05)), rel=1e-3)
+
+
+def test_speculation_stops_paying_at_large_batch_for_short_contexts():
+    frame = speculative.batch_frame("llama-3.1-8b", "h100", 0.7, 3, 0.1, 512)
+    assert frame["speedup"].iloc[0] > 1.5
+    assert frame["speedup"].iloc[-1] < 1.0
+    assert 1 < frame["crossover_batch"].iloc[0] < 1024
+
+
+def test_energy_per_token_moves_inversely_to_the_speedup():
+    frame = speculative.batch_frame("llama-3.1-8b", "h100", 0.7, 3, 0.1, 512)
+    assert np.allclose(frame["energy_ratio"], 1 / frame["speedup"])
+
+
+@pytest.mark.parametrize(("change", "direction"), [
+    ({"alpha": 0.9}, +1),   # better drafts pay longer
+    ({"c": 0.3}, -1),       # costlier drafts stop paying sooner
+    ({"gamma": 4}, -1),     # longer drafts add verification work
+])
+def test_crossover_moves_the_right_way(change, direction):
+    base = {"model": "llama-3.1-8b", "accelerator": "h100", "alpha": 0.7, "gamma": 3, "c": 0.1, "context": 512}
+    before = speculative.crossover_batch(**base)
+    after = speculative.crossover_batch(**{**base, **change})
+    assert math.isfinite(before) and math.isfinite(after)
+    assert np.sign(after - before) == direction
+
+
+def test_long_contexts_keep_speculation_paying():
+    assert math.isnan(speculative.crossover_batch("llama-3.1-8b", "h100", 0.7, 3, 0.1, context=2048))
+
+
+def test_moe_verification_reads_more_experts_at_small_batch():
+    out = speculative.batch_speedup("deepseek-r1", "gb300", 0.7, 3, 0.1, np.array([1.0, 64.0]), 8704.0)
+    assert out["speedup"][0] < out["speedup"][1]
+
+
+def test_figure_crossover_is_the_model_crossover():
+    frame = figures.speculation_batch().frame(alpha=0.9, gamma=2, c=0.0, context=128)
+    assert frame["crossover_batch"].iloc[0] == speculative.crossover_batch("llama-3.1-8b", "h100", 0.9, 2, 0.0, context=128.0)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: speculative.expected_tokens(1.0, 3), "alpha"),
+    (lambda: speculative.expected_tokens(-0.1, 3), "alpha"),
+    (lambda: speculative.expected_tokens(0.5, 2.5), "gamma"),
+    (lambda: speculative.speedup(0.5, 2, -0.1), "c"),
+    (lambda: speculative.simulate(0.5, 2, 1), "rounds"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
