@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perwatt import benchmark, comparisons, data, roofline, speculative
+from perwatt import agents, benchmark, comparisons, data, roofline, speculative
 from perwatt.interactive import Control, InteractiveFigure
 from perwatt.render import SYSTEM_COLOURS
 
@@ -301,10 +301,10 @@ def users_per_chip() -> InteractiveFigure:
 
 
 def _model_control() -> Control:
-    models = data.load("models").set_index("model")
-    specs = list(data.load("model_specs")["model"])
-    return Control("model", "Model:", tuple(specs), specs[0], "select",
-                   tuple(models.loc[m, "label"] for m in specs))
+    # The articles' three models; the others in model_specs.csv are there to validate against.
+    table = comparisons.results()[["model", "model_label"]].drop_duplicates()
+    return Control("model", "Model:", tuple(table["model"]), table["model"].iloc[0], "select",
+                   tuple(table["model_label"]))
 
 
 def _accelerator_control(default: str = "gb200") -> Control:
@@ -502,7 +502,7 @@ def _draw_speedup_surface(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart
                alt.Tooltip("speedup:Q", title="Speed-up", format=".2f")]
     cells = base.mark_rect().encode(x=x, y=y, color=colour, tooltip=tooltip)
     text = base.mark_text(fontSize=10).encode(x=x, y=y, text=alt.Text("speedup:Q", format=".1f"))
-    best = base.transform_filter("datum.is_best == 1").mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
+    best = base.transform_filter("datum.is_best == 1").mark_rect(filled=False, stroke="black", strokeWidth=2.5).encode(x=x, y=y)
     return alt.layer(cells, text, best).properties(
         width=420, height=300,
         title=alt.TitleParams("Speed-up from speculative decoding (memory-bound decode)",
@@ -585,11 +585,127 @@ def speculation_batch() -> InteractiveFigure:
     )
 
 
+AGENT_MODEL = "deepseek-r1"
+
+
+def agent_task_frame(steps: int, context_growth: float, cache_hit: float, tool_s: float) -> pd.DataFrame:
+    """Model output for the agent-task figure: each system's task time split into its parts."""
+    wide = agents.task_comparison(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)
+    long = wide.melt(id_vars=["system", "system_label", "latency_s", "energy_j", "latency_advantage"],
+                     value_vars=["prefill_s", "decode_s", "tool_total_s"], var_name="component", value_name="seconds")
+    long["component"] = long["component"].map({"prefill_s": "prefill", "decode_s": "decode", "tool_total_s": "tools"})
+    long["energy_kj"] = long["energy_j"] / 1000
+    return long
+
+
+def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x_scale = alt.Scale(domain=[0, float(grid["latency_s"].max()) * 1.25], nice=False)
+    y = alt.Y("system_label:N", title=None, sort=list(SYSTEM_COLOURS))
+    colour = alt.Color("component:N", title="Time spent in",
+                       scale=alt.Scale(domain=["prefill", "decode", "tools"], range=["#7c3aed", "#c2410c", "#94a3b8"]),
+                       legend=alt.Legend(orient="top"))
+    bars = base.mark_bar(height=28).encode(
+        x=alt.X("seconds:Q", title="Task latency, s", scale=x_scale, stack="zero"), y=y, color=colour,
+        order=alt.Order("component:N", sort="descending"),
+        tooltip=[alt.Tooltip("system_label:N", title="System"), alt.Tooltip("component:N", title="Part"),
+                 alt.Tooltip("seconds:Q", title="Seconds", format=",.1f")])
+    totals = base.transform_filter("datum.component == 'decode'").mark_text(align="left", dx=6, fontSize=12).encode(
+        x=alt.X("latency_s:Q", scale=x_scale), y=y, text="summary:N")
+    return alt.layer(bars, totals).transform_calculate(
+        summary="format(datum.latency_s, ',.1f') + ' s, ' + format(datum.energy_kj, ',.2f') + ' kJ'"
+    ).properties(
+        width=420, height=alt.Step(40),
+        title=alt.TitleParams("One agent task: where the time goes",
+                              subtitle="DeepSeek R1: prefill of uncached context, decode of outputs, tool time."),
+    )
+
+
+@cache
+def agent_task() -> InteractiveFigure:
+    """Figure: task latency and energy for a multi-step agent task on Jalapeño and its baseline."""
+    return InteractiveFigure(
+        name="agent-task",
+        description=(
+            "Stacked bars: the latency of one agent task on Jalapeño and on its NVIDIA baseline, split into "
+            "prefill, decode and tool time, with the task's energy, for DeepSeek R1 and the chosen number of "
+            "calls, context growth per call, prefix-cache hit rate and tool time."
+        ),
+        controls=(
+            Control("steps", "Model calls per task:", (1, 5, 10, 25, 50), 10, "select"),
+            Control.slider("context_growth", "Context added per call, tokens:", 0, 4000, 1000, 1000, decimals=0),
+            Control.slider("cache_hit", "Prefix-cache hit rate:", 0.0, 0.9, 0.3, 0.6, decimals=1),
+            Control.slider("tool_s", "Tool time between calls, s:", 0, 10, 5, 5, decimals=0),
+        ),
+        compute=agent_task_frame,
+        draw=_draw_agent_task,
+        keys=("system", "component"),
+        values=("seconds", "latency_s", "energy_j"),
+    )
+
+
+LOAD_RATES = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+
+
+@cache
+def _load_curve(max_batch: int) -> pd.DataFrame:
+    return agents.load_curve(max_batch, LOAD_RATES)
+
+
+def serving_load_frame(max_batch: int, arrival_rate: float) -> pd.DataFrame:
+    """Model output for the load figure: the whole curve for one batch cap, the chosen rate marked."""
+    frame = _load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
+    frame["selected"] = (np.isclose(frame["rate_rps"], arrival_rate)).astype(int)
+    return frame
+
+
+def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("rate_rps:Q", title="Arrival rate, requests/s (log)",
+              scale=alt.Scale(type="log", domain=[LOAD_RATES[0], LOAD_RATES[-1]], nice=False))
+    y_scale = alt.Scale(type="log", domain=[float(grid["p50_s"].min()) / 1.5, float(grid["p99_s"].max()) * 1.5], nice=False)
+    lines = base.transform_fold(["p50_s", "p99_s"], as_=["statistic", "latency"]).mark_line(point=True).encode(
+        x=x, y=alt.Y("latency:Q", title="Request latency, s (log)", scale=y_scale),
+        color=alt.Color("statistic:N", title="Latency", scale=alt.Scale(domain=["p50_s", "p99_s"], range=["#2563eb", "#dc2626"]),
+                        legend=alt.Legend(orient="top", labelExpr="datum.label == 'p50_s' ? 'median' : '99th percentile'")),
+    )
+    chosen = base.transform_filter("datum.selected == 1")
+    rule = chosen.mark_rule(strokeDash=[4, 3]).encode(x=x)
+    text = chosen.mark_text(align="left", dx=6, y=12, fontSize=12).encode(x=x, text="summary:N")
+    return alt.layer(lines, rule, text).transform_calculate(
+        summary="format(datum.throughput_tokens_per_s, ',.0f') + ' tok/s, p99 ' + format(datum.p99_s, '.2f') "
+                "+ ' s, ' + format(datum.joules_per_output_token, '.2f') + ' J/token'"
+    ).properties(
+        width=440, height=260,
+        title=alt.TitleParams("One serving instance under rising load",
+                              subtitle="gpt-oss-120b on GB200, continuous batching, 8k prompts, 256-token outputs."),
+    )
+
+
+@cache
+def serving_load() -> InteractiveFigure:
+    """Figure: latency percentiles, throughput and energy per token as arrivals rise."""
+    return InteractiveFigure(
+        name="serving-load",
+        description=(
+            "Line chart on log axes: median and 99th-percentile request latency of one simulated serving "
+            "instance against the arrival rate, for the chosen cap on the batch size, with the throughput, "
+            "tail latency and energy per output token at the chosen arrival rate."
+        ),
+        controls=(
+            Control("max_batch", "Largest batch:", (1, 16, 128), 16, "select"),
+            Control("arrival_rate", "Arrival rate, requests/s:", LOAD_RATES, 4.0, "select"),
+        ),
+        compute=serving_load_frame,
+        draw=_draw_serving_load,
+        keys=("rate_rps",),
+        values=("p50_s", "p99_s", "throughput_tokens_per_s", "joules_per_output_token"),
+    )
+
+
 def all_figures() -> list[InteractiveFigure]:
     """Every interactive figure in the book, for tests and benchmarks."""
     return [power_basis(), energy_cost(), latency_audit(), users_per_chip(),
             roofline_figure(), frontier_figure(), implied_bandwidth(),
-            speedup_surface(), speculation_batch()]
+            speedup_surface(), speculation_batch(), agent_task(), serving_load()]
 
 
 def by_name(name: str) -> InteractiveFigure:

@@ -151,6 +151,10 @@ class InteractiveFigure:
             raise ValueError(f"figure {self.name!r} has no control(s) {sorted(unknown)}")
         full = {**self.defaults(), **setting}
         out = self.compute(**full)
+        # A column named like a control must hold that control's value, or the filter would mislead.
+        clashes = [name for name, value in full.items() if name in out.columns and not (out[name] == value).all()]
+        if clashes:
+            raise ValueError(f"figure {self.name!r}: model output column(s) {clashes} clash with controls")
         missing = [c for c in (*self.keys, *self.values) if c not in out]
         if missing:
             raise ValueError(f"figure {self.name!r}: model output lacks column(s) {missing}")
@@ -179,7 +183,7 @@ class InteractiveFigure:
         condition = " && ".join(c.filter_expression() for c in self.controls)
         params = [c.param() for c in self.controls]
         # Draw once to learn which columns the chart reads, then ship only those, as CSV.
-        probe = self.draw(alt.Chart(self.grid), self.grid).to_dict(validate=False)
+        probe = self.draw(alt.Chart(self.grid.head(1)), self.grid).to_dict(validate=False)
         wanted = _referenced_fields(probe) | set(self.keys) | set(self.values) | {c.name for c in self.controls}
         shipped = self.grid[[c for c in self.grid.columns if c in wanted]]
         base = alt.Chart(csv_data(shipped)).transform_filter(condition)

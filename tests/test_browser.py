@@ -28,11 +28,19 @@ MARK_DATA = """
   const names = new Set();
   const walk = (marks) => (marks || []).forEach((m) => {
     if (m.from && m.from.data) names.add(m.from.data);
+    // A faceted group (a line per series) draws from its facet's source data set.
+    if (m.from && m.from.facet && m.from.facet.data) names.add(m.from.facet.data);
     walk(m.marks);
   });
   walk(result.vgSpec.marks);
   const out = {};
-  for (const name of names) out[name] = result.view.data(name).map((row) => ({ ...row }));
+  for (const name of names) {
+    try {
+      out[name] = result.view.data(name).map((row) => ({ ...row }));
+    } catch (error) {
+      // Data sets local to a facet exist only inside its groups; their source was added above.
+    }
+  }
   return out;
 }
 """
@@ -135,7 +143,11 @@ def _move(page, chart_id: str, control: Control, value) -> None:
     elif control.widget == "radio":
         page.locator(f"{scope} input[type=radio][name='{control.name}'][value='{value}']").check()
     else:
-        page.locator(f"{scope} select[name='{control.name}']").select_option(str(value))
+        select = page.locator(f"{scope} select[name='{control.name}']")
+        # Vega writes option values as JavaScript prints them (4, not 4.0).
+        shown = [o for o in select.locator("option").evaluate_all("os => os.map(o => o.value)")
+                 if o == str(value) or _number(o) == value]
+        select.select_option(shown[0])
     page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); return true; }", chart_id)
 
 
@@ -154,10 +166,18 @@ def _current_setting(page, chart_id: str, figure: InteractiveFigure) -> dict:
             else:
                 raw = page.locator(f"{scope} select[name='{control.name}']").input_value()
             # The page holds text; map it back to the option it stands for (numbers stay numbers).
-            matches = [v for v in control.options if str(v) == raw]
+            matches = [v for v in control.options
+                       if str(v) == raw or (isinstance(v, (int, float)) and _number(raw) == v)]
             assert len(matches) == 1, f"{control.name}: page shows {raw!r}, not one of {control.options}"
             setting[control.name] = matches[0]
     return setting
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _shown(page, chart_id: str, figure: InteractiveFigure) -> list[pd.DataFrame]:
