@@ -18,6 +18,7 @@ controls move).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -200,18 +201,26 @@ class InteractiveFigure:
         return FigurePanel(self)
 
 
+_DATUM = re.compile(r"datum\.([A-Za-z_][A-Za-z0-9_]*)|datum\[['\"]([^'\"]+)['\"]\]")
+
+
 def _referenced_fields(spec: object) -> set[str]:
-    """Every ``"field"`` a Vega-Lite spec (or part of one) refers to."""
+    """Every column a Vega-Lite spec (or part of one) reads: encoding fields, fold lists, and
+    ``datum.x`` references inside filter and calculate expressions."""
     found: set[str] = set()
     if isinstance(spec, dict):
         for key, value in spec.items():
             if key == "field" and isinstance(value, str):
                 found.add(value)
+            elif key == "fold" and isinstance(value, list):
+                found |= {v for v in value if isinstance(v, str)}
             else:
                 found |= _referenced_fields(value)
     elif isinstance(spec, list):
         for item in spec:
             found |= _referenced_fields(item)
+    elif isinstance(spec, str):
+        found |= {a or b for a, b in _DATUM.findall(spec)}
     return found
 
 

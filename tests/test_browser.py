@@ -92,7 +92,9 @@ def pages_checked(site, site_url, browser):
         charts = visit.page.evaluate(
             "() => Array.from(document.querySelectorAll('.perwatt-chart'), (c) => "
             "({id: c.id, figure: c.dataset.figure, rendered: c.dataset.rendered, "
-            "svg: !!c.querySelector('svg .mark-group, svg g')}))"
+            "svg: !!c.querySelector('svg .mark-group, svg g'), "
+            "nan: Array.from(c.querySelectorAll('svg text'), (t) => t.textContent)"
+            ".filter((t) => /NaN|undefined|null/.test(t))}))"
         )
         mathjax = visit.page.evaluate("() => document.querySelectorAll('mjx-container').length")
         visits[path] = {"errors": list(visit.errors), "off_origin": list(visit.off_origin),
@@ -117,6 +119,8 @@ def test_every_chart_is_drawn(pages_checked):
     charts = [c | {"page": p} for p, v in pages_checked.items() for c in v["charts"]]
     assert len(charts) >= 2
     assert [c for c in charts if c["rendered"] != "true" or not c["svg"]] == []
+    # A label reading "NaN" means the chart lost a column its expressions need.
+    assert [c for c in charts if c["nan"]] == []
 
 
 def test_math_is_typeset_offline(pages_checked):
