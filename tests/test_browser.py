@@ -290,3 +290,17 @@ def test_speculation_crossover_moves_with_the_controls_in_the_browser(site_url, 
         assert crossover() == figure.frame(gamma=4)["crossover_batch"].iloc[0]
     finally:
         visit.close()
+
+
+def test_solutions_are_hidden_until_asked_for(site_url, browser):
+    visit = PageVisit(browser, site_url, "chapters/per-watt.html")
+    try:
+        solutions = visit.page.locator("div.solution.dropdown")
+        assert solutions.count() >= 3
+        first = solutions.first
+        body = first.locator("p").last
+        assert not body.is_visible()
+        first.locator(".admonition-title, button").first.click()
+        body.wait_for(state="visible")
+    finally:
+        visit.close()

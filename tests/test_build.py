@@ -184,3 +184,22 @@ def test_data_dictionary_page_lists_every_column(site):
     page = (site / "chapters" / "data-dictionary.html").read_text(encoding="utf-8")
     for row in data.dictionary().itertuples():
         assert f">{row.column}<" in page, f"{row.file}: {row.column}"
+
+
+def test_every_glossary_term_is_linked_from_a_chapter(site):
+    glossary = (site / "chapters" / "glossary.html").read_text(encoding="utf-8")
+    terms = set(re.findall(r'<dt id="(term-[^"]+)">', glossary))
+    assert len(terms) >= 15
+    linked = set()
+    for page in (site / "chapters").glob("*.html"):
+        if page.name != "glossary.html":
+            linked |= set(re.findall(r'href="glossary\.html#(term-[^"]+)"', page.read_text(encoding="utf-8")))
+    assert terms - linked == set(), f"glossary terms never linked: {sorted(terms - linked)}"
+
+
+def test_references_list_the_three_articles_and_chapters_cite_them(site):
+    refs = (site / "chapters" / "references.html").read_text(encoding="utf-8")
+    for title in ("Real Bet with Jalapeño", "first performance results for Jalapeño", "In-House Chip Jalapeño"):
+        assert title in refs
+    intro = (site / "chapters" / "intro.html").read_text(encoding="utf-8")
+    assert intro.count('href="references.html#id') >= 3
