@@ -172,12 +172,19 @@ class InteractiveFigure:
         """The model evaluated at every grid point, one block of rows per setting."""
         return pd.concat([self.frame(**s) for s in self.settings()], ignore_index=True)
 
-    def _usermeta(self) -> dict:
-        return {"perwatt": {"figure": self.name, "keys": list(self.keys), "values": list(self.values),
-                            "controls": [c.name for c in self.controls]}}
+    def _usermeta(self, with_table: bool) -> dict:
+        meta = {"figure": self.name, "keys": list(self.keys), "values": list(self.values),
+                "controls": [c.name for c in self.controls]}
+        if with_table:
+            # The default setting's rows travel with the static chart, as the table a reader
+            # without the chart (a screen reader, a printout) gets instead.
+            table = self.frame()[[*self.keys, *self.values]]
+            rows = [[_cell(v) for v in row] for row in table.itertuples(index=False)]
+            meta["table"] = {"columns": list(table.columns), "rows": rows}
+        return {"perwatt": meta}
 
-    def _finish(self, chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-        return chart.properties(description=self.description, usermeta=self._usermeta())
+    def _finish(self, chart: alt.TopLevelMixin, with_table: bool = False) -> alt.TopLevelMixin:
+        return chart.properties(description=self.description, usermeta=self._usermeta(with_table))
 
     def chart(self) -> alt.TopLevelMixin:
         """The static-site figure: the whole grid, filtered in the browser by bound controls."""
@@ -188,7 +195,7 @@ class InteractiveFigure:
         wanted = _referenced_fields(probe) | set(self.keys) | set(self.values) | {c.name for c in self.controls}
         shipped = self.grid[[c for c in self.grid.columns if c in wanted]]
         base = alt.Chart(csv_data(shipped)).transform_filter(condition)
-        return self._finish(self.draw(base, self.grid).add_params(*params))
+        return self._finish(self.draw(base, self.grid).add_params(*params), with_table=True)
 
     def chart_at(self, **setting: Any) -> alt.TopLevelMixin:
         """The same figure at one setting, without controls (what a live panel shows)."""
@@ -202,6 +209,16 @@ class InteractiveFigure:
 
 
 _DATUM = re.compile(r"datum\.([A-Za-z_][A-Za-z0-9_]*)|datum\[['\"]([^'\"]+)['\"]\]")
+
+
+def _cell(value: Any) -> str:
+    """A table cell as text: numbers to four significant digits, unknowns empty."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if pd.isna(value):
+            return ""
+        number = float(value)
+        return f"{number:,.0f}" if abs(number) >= 1000 else f"{number:.4g}"
+    return str(value)
 
 
 def _referenced_fields(spec: object) -> set[str]:
@@ -285,8 +302,10 @@ class FigurePanel(widgets.VBox):
         return {name: widget.value for name, widget in self.controls.items()}
 
     def _redraw(self, _change: dict) -> None:
-        # Assigning a new chart updates the widget's spec; the front end redraws the same view.
-        self.view.chart = self.figure.chart_at(**self.setting)
+        # Send the new spec to the same view; the front end redraws it in place. Schema
+        # validation (three quarters of an update's time) is skipped here: the panel's first
+        # chart was validated, and the tests validate the figure at every setting they try.
+        self.view.spec = self.figure.chart_at(**self.setting).to_dict(validate=False)
 
     def shown_data(self) -> pd.DataFrame:
         """The rows the front end has been sent, read back from the widget's spec."""

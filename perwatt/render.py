@@ -57,9 +57,22 @@ def chart_html(spec: dict) -> str:
         f'<div class="perwatt-chart" id="{cid}" data-figure="{figure}" role="figure" '
         f'aria-label="{description}"></div>\n'
         f'<script type="application/json" class="perwatt-spec" data-target="{cid}">{payload}</script>\n'
-        '<noscript><p class="perwatt-noscript">This chart needs JavaScript; '
-        "its data is in the table beside it.</p></noscript>"
+        + _alternative(description, meta.get("table"))
     )
+
+
+def _alternative(description: str, table: dict | None) -> str:
+    """The chart as text: its description, and its values at the default setting as a table."""
+    parts = ['<details class="perwatt-alt"><summary>Chart as text and table</summary>',
+             f'<p class="perwatt-description">{description}</p>']
+    if table:
+        head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in table["columns"])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                       for row in table["rows"])
+        parts.append(f"<table><caption>Values at the controls' starting settings</caption>"
+                     f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    parts.append("</details>")
+    return "".join(parts)
 
 
 def static_renderer(spec: dict, **metadata: object) -> dict[str, str]:

@@ -304,3 +304,21 @@ def test_solutions_are_hidden_until_asked_for(site_url, browser):
         body.wait_for(state="visible")
     finally:
         visit.close()
+
+
+def test_no_serious_or_critical_accessibility_violations(site, site_url, browser):
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    found = {}
+    for path in reader_pages(site):
+        visit = PageVisit(browser, site_url, path)
+        try:
+            results = axe.run(visit.page)
+            serious = [f"{v['id']} ({v['impact']}): {v['nodes'][0]['target']}"
+                       for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+            if serious:
+                found[path] = serious
+        finally:
+            visit.close()
+    assert found == {}

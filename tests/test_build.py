@@ -149,8 +149,10 @@ def test_unchanged_chapters_are_not_executed_again(book_build, site):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
-    chapters = [f for f in toc_files() if f.startswith("chapters/")]
-    assert log.count("Using cached notebook") == len(chapters), log[-3000:]
+    from perwatt.workshop import chapter_files
+
+    notebooks = chapter_files()  # plain Markdown pages (glossary, references) are never executed
+    assert log.count("Using cached notebook") == len(notebooks), log[-3000:]
     assert "Executing notebook" not in log
 
 
@@ -203,3 +205,72 @@ def test_references_list_the_three_articles_and_chapters_cite_them(site):
         assert title in refs
     intro = (site / "chapters" / "intro.html").read_text(encoding="utf-8")
     assert intro.count('href="references.html#id') >= 3
+
+
+def test_every_chart_has_a_text_description_and_a_table(site):
+    charts = 0
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        for cid in re.findall(r'<div class="perwatt-chart" id="([^"]+)"', text):
+            charts += 1
+            after = text.split(f'data-target="{cid}">', 1)[1].split("</details>", 1)[0]
+            description = re.search(r'<p class="perwatt-description">(.+?)</p>', after)
+            assert description and len(description.group(1)) > 40, f"{page.name} {cid}: no description"
+            assert re.search(r"<tbody><tr><td>", after), f"{page.name} {cid}: no table alternative"
+    assert charts >= 10
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("name"):
+            self.ids.add(a["name"])
+        for attribute in ("href", "src"):
+            if a.get(attribute) and tag in ("a", "link", "script", "img"):
+                self.hrefs.append(a[attribute])
+
+
+def test_internal_links_and_anchors_resolve(site):
+    parsed = {}
+    for page in pages(site):
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        parsed[page.resolve()] = parser
+    broken = []
+    for page, parser in parsed.items():
+        for href in parser.hrefs:
+            if re.match(r"^([a-z]+:|//)", href):
+                continue  # other schemes and hosts are links out, not part of the site
+            path, _, anchor = href.partition("#")
+            path = path.split("?", 1)[0]
+            target = (page.parent / path).resolve() if path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.name}: {href}")
+            elif anchor and target in parsed and anchor not in parsed[target].ids:
+                broken.append(f"{page.name}: {href} (no such anchor)")
+    assert broken == []
+
+
+def test_two_clean_builds_give_byte_identical_html(book_build, site, tmp_path):
+    if "PERWATT_SITE" in os.environ:
+        pytest.skip("reusing a prebuilt site; reproducibility needs two clean builds of this source")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
+    proc = subprocess.run([str(jupyter_book), "build", str(REPO), "--path-output", str(tmp_path), *BUILD_FLAGS],
+                          capture_output=True, text=True, env=env, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    second = tmp_path / "_build" / "html"
+    first_files = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".css", ".json", ".csv"))
+    second_files = sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".css", ".json", ".csv"))
+    assert first_files == second_files
+    differing = [str(f) for f in first_files if (site / f).read_bytes() != (second / f).read_bytes()]
+    assert differing == []

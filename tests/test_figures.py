@@ -141,3 +141,11 @@ def test_two_fresh_processes_give_identical_chart_html():
     ]
     assert runs[0] == runs[1]
     assert len(json.loads(runs[0])) == len(FIGURES)
+
+
+def test_every_figure_validates_at_its_defaults_and_another_setting():
+    # Live panels skip schema validation on redraw; this is where it happens instead.
+    for fig in FIGURES.values():
+        fig.chart_at().to_dict(validate=True)
+        moved = {c.name: c.options[-1] for c in fig.controls}
+        fig.chart_at(**moved).to_dict(validate=True)

@@ -1,0 +1,22 @@
+"""Run every benchmark and write bench/results/report.json. Run after `make book`:
+
+    .venv/bin/python bench/all.py
+"""
+
+from __future__ import annotations
+
+import browser_latency
+import build_time
+import model_throughput
+import page_weight
+import widget_latency
+from _common import write
+
+if __name__ == "__main__":
+    report = {}
+    for name, module in [("model_throughput", model_throughput), ("page_weight", page_weight),
+                         ("browser_latency", browser_latency), ("widget_latency", widget_latency),
+                         ("build_time", build_time)]:
+        print(f"\n== {name}")
+        report[name] = module.main()
+    write("report", report)

@@ -1,0 +1,98 @@
+"""Benchmark: browser recompute latency of every bound control in the built site.
+
+For each control of each chart, 50 moves (slider steps back and forth, radio and dropdown choices
+in turn): the time from dispatching the input event on the real element to the view having rerun
+its dataflow and redrawn its SVG (the browser paints that at its next frame). Targets: median ≤ 16 ms (one frame), p95 ≤ 33 ms.
+
+Run after `make book`: .venv/bin/python bench/browser_latency.py
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import sys
+import threading
+
+from _common import REPO, median, percentile, table, write
+
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import CHROMIUM_ARGS, find_chromium  # noqa: E402
+
+SITE = REPO / "_build" / "html"
+MOVES = 50
+
+# Moves one control MOVES times and returns each move's latency in ms.
+MEASURE = """
+async ([chartId, name, moves]) => {
+  const result = window.perwatt.embeds[chartId];
+  const form = document.getElementById(chartId).querySelector('.vega-bindings');
+  const inputs = Array.from(form.querySelectorAll(`[name="${name}"]`));
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  const times = [];
+  for (let i = 0; i < moves; i++) {
+    const el = inputs[0];
+    const t0 = performance.now();
+    if (el.type === 'range') {
+      const step = parseFloat(el.step), lo = parseFloat(el.min), hi = parseFloat(el.max);
+      let v = parseFloat(el.value) + (i % 2 === 0 ? step : -step);
+      if (v > hi) v = hi - step; if (v < lo) v = lo + step;
+      el.value = String(v);
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    } else if (el.type === 'radio') {
+      const target = inputs[(i + 1) % inputs.length];
+      target.checked = true;
+      target.dispatchEvent(new Event('change', { bubbles: true }));
+    } else {
+      el.selectedIndex = (el.selectedIndex + 1) % el.options.length;
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+    // runAsync resolves once the dataflow has run and the SVG renderer has redrawn the scene.
+    await result.view.runAsync();
+    times.push(performance.now() - t0);
+    await frame();  // let the browser paint before the next move, outside the timed span
+  }
+  return times;
+}
+"""
+
+
+def main() -> dict:
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(REPO))
+    from perwatt import figures
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    pages = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "chapters").glob("*.html"))
+    report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33}
+    rows = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        for path in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{base}/{path}")
+            page.evaluate("() => window.perwatt && window.perwatt.ready")
+            charts = page.evaluate("() => Array.from(document.querySelectorAll('.perwatt-chart[data-figure]'),"
+                                   " (c) => [c.id, c.dataset.figure])")
+            for chart_id, name in charts:
+                for control in figures.by_name(name).controls:
+                    times = page.evaluate(MEASURE, [chart_id, control.name, MOVES])
+                    key = f"{name}/{control.name}"
+                    report["controls"][key] = {"median_ms": median(times), "p95_ms": percentile(times, 95)}
+                    rows.append((f"{key} median", median(times), 16.0, "ms"))
+                    rows.append((f"{key} p95", percentile(times, 95), 33.0, "ms"))
+            page.close()
+        browser.close()
+    server.shutdown()
+    print(table(rows))
+    write("browser_latency", report)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Benchmark: each page's own bytes, and the bytes of a first visit to the whole book.
+
+Serves the built site on 127.0.0.1 and opens every page in one Chromium context, as a reader
+would, summing the bytes of every response once (the browser caches shared files). A page's own
+bytes are its HTML, inline chart data included. Targets: ≤ 500 KB per page; ≤ 3 MB for the book.
+
+Run after `make book`: .venv/bin/python bench/page_weight.py
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import sys
+import threading
+
+from _common import REPO, table, write
+
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import CHROMIUM_ARGS, find_chromium  # noqa: E402
+
+SITE = REPO / "_build" / "html"
+PAGE_TARGET, BOOK_TARGET = 500_000, 3_000_000
+
+
+def main() -> dict:
+    from playwright.sync_api import sync_playwright
+
+    pages = sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html") if "_static" not in p.parts)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    fetched: dict[str, int] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        page = context.new_page()
+        page.on("response", lambda r: fetched.setdefault(r.url, len(r.body()) if r.ok else 0))
+        for path in pages:
+            page.goto(f"{base}/{path}", wait_until="networkidle")
+        browser.close()
+    server.shutdown()
+    own = {path: (SITE / path).stat().st_size for path in pages}
+    total = sum(fetched.values())
+    report = {"page_bytes": own, "first_visit_bytes": total, "resources": len(fetched),
+              "page_target": PAGE_TARGET, "book_target": BOOK_TARGET}
+    rows = [(f"page: {path}", size / 1000, PAGE_TARGET / 1000, "kB") for path, size in own.items()]
+    rows.append(("first visit to every page, all resources once", total / 1e6, BOOK_TARGET / 1e6, "MB"))
+    print(table(rows))
+    largest = sorted(fetched.items(), key=lambda item: -item[1])[:8]
+    report["largest_resources"] = dict(largest)
+    print("largest resources of the first visit (where the bytes go):")
+    for url, size in largest:
+        print(f"  {size / 1e6:8.3f} MB  {url.replace(base, '')}")
+    write("page_weight", report)
+    return report
+
+
+if __name__ == "__main__":
+    main()
