@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perwatt import agents, benchmark, comparisons, data, roofline, speculative
+from perwatt import agents, benchmark, comparisons, data, fleet, roofline, speculative
 from perwatt.interactive import Control, InteractiveFigure
 from perwatt.render import SYSTEM_COLOURS
 
@@ -701,11 +701,68 @@ def serving_load() -> InteractiveFigure:
     )
 
 
+def fleet_frame(agent_share: float, agent_min_rate: int, price_usd_per_kwh: float) -> pd.DataFrame:
+    """Model output for the fleet figure: chips of each kind per workload in the cheapest plan."""
+    frame = fleet.scenario(agent_share, float(agent_min_rate), price_usd_per_kwh)
+    frame["workload_label"] = frame["workload"].map({"chat": "chat (1k/1k)", "agent": "agent calls (8k/1k)"})
+    return frame
+
+
+def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    totals = grid.groupby(["agent_share", "agent_min_rate", "price_usd_per_kwh", "workload"])["chips"].sum()
+    x_scale = alt.Scale(domain=[0, float(totals.max()) * 1.35], nice=False)
+    y = alt.Y("workload_label:N", title=None, sort=["chat (1k/1k)", "agent calls (8k/1k)"])
+    hardware = ["jalapeno", "b200", "gb200", "h200", "h100"]
+    colour = alt.Color("hardware:N", title="Chip", legend=alt.Legend(orient="top", labelExpr=(
+        "datum.label == 'jalapeno' ? 'Jalapeño (assumed)' : upper(datum.label)")),
+        scale=alt.Scale(domain=hardware, range=["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#64748b"]))
+    bars = base.mark_bar(height=26).encode(
+        x=alt.X("chips:Q", title="Chips in the cheapest plan", scale=x_scale, stack="zero"), y=y, color=colour,
+        order=alt.Order("hardware:N"),
+        tooltip=[alt.Tooltip("workload_label:N", title="Workload"), alt.Tooltip("hardware_label:N", title="Chip"),
+                 alt.Tooltip("chips:Q", title="Chips", format=",.0f"),
+                 alt.Tooltip("workload_usd_per_million_tokens:Q", title="US$ per million output tokens", format=".4f"),
+                 alt.Tooltip("workload_kwh_per_million_tokens:Q", title="kWh per million output tokens", format=".3f")])
+    label = base.transform_filter("datum.hardware == 'jalapeno'").mark_text(align="left", x="width", dx=-150,
+                                                                             fontSize=12).encode(
+        y=y, text="cost_label:N")
+    return alt.layer(bars, label).transform_calculate(
+        cost_label="'$' + format(datum.workload_usd_per_million_tokens, '.3f') + ' per M tokens'"
+    ).properties(
+        width=440, height=alt.Step(44),
+        title=alt.TitleParams("The cheapest fleet for the chosen mix",
+                              subtitle="gpt-oss-120b, 20M output tokens/s. Jalapeño's profile is assumed."),
+    )
+
+
+@cache
+def fleet_figure() -> InteractiveFigure:
+    """Figure: the cheapest assignment of chips to chat and agent work."""
+    return InteractiveFigure(
+        name="fleet",
+        description=(
+            "Stacked bars: the number of chips of each kind that the cheapest plan assigns to chat and to "
+            "agent calls, for the chosen share of agent work, per-user speed target for agent calls and "
+            "electricity price, with each workload's cost per million output tokens. Jalapeño's profile "
+            "rests on stated assumptions."
+        ),
+        controls=(
+            Control.slider("agent_share", "Share of output that is agent calls:", 0.0, 1.0, 0.25, 0.5, decimals=2),
+            Control("agent_min_rate", "Agent target, tokens/s per user:", (50, 100, 200), 100, "select"),
+            Control.slider("price_usd_per_kwh", "Electricity price, $/kWh:", 0.04, 0.28, 0.04, 0.08, decimals=2),
+        ),
+        compute=fleet_frame,
+        draw=_draw_fleet,
+        keys=("workload", "hardware"),
+        values=("chips", "workload_usd_per_million_tokens"),
+    )
+
+
 def all_figures() -> list[InteractiveFigure]:
     """Every interactive figure in the book, for tests and benchmarks."""
     return [power_basis(), energy_cost(), latency_audit(), users_per_chip(),
             roofline_figure(), frontier_figure(), implied_bandwidth(),
-            speedup_surface(), speculation_batch(), agent_task(), serving_load()]
+            speedup_surface(), speculation_batch(), agent_task(), serving_load(), fleet_figure()]
 
 
 def by_name(name: str) -> InteractiveFigure:

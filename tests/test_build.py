@@ -17,6 +17,7 @@ import yaml
 from perwatt import comparisons, render, sphinxext
 
 REPO = Path(__file__).resolve().parent.parent
+BUILD_FLAGS = ["--warningiserror", "--nitpick", "--keep-going"]  # as in the Makefile
 pytestmark = pytest.mark.build
 
 

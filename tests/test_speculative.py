@@ -25,8 +25,10 @@ def test_known_values():
 def test_simulation_agrees_with_the_closed_form_within_sampling_error(alpha, gamma, seed):
     result = speculative.simulate(alpha, gamma, 20_000, seed=seed)
     exact = float(speculative.expected_tokens(alpha, gamma))
-    # Five standard errors: a false alarm about once in 1.7 million draws.
-    assert abs(result["mean"] - exact) <= 5 * result["stderr"] + 1e-12
+    # Five standard errors (a false alarm about once in 1.7 million draws), plus the resolution of
+    # the sample itself: a mean over n rounds moves in steps of 1/n, so a rare event (tiny α) that
+    # never occurs shows a standard error of zero.
+    assert abs(result["mean"] - exact) <= 5 * result["stderr"] + 5 / result["rounds"]
 
 
 def test_simulation_is_deterministic_for_a_seed():

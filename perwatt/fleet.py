@@ -1,0 +1,186 @@
+"""Fleet choices: which chip serves which workload, at what cost and energy.
+
+Each workload has a token mix (input and output lengths), a latency target (a minimum number of
+tokens per second per user) and a volume (output tokens per second). Each hardware profile has a
+capacity for each workload (the most output tokens/s per chip it reaches at an operating point
+that meets the workload's target, read off the serving model's frontier), a power and a price per
+hour. The cheapest assignment is a linear programme: choose how many chips of each kind serve each
+workload, to minimise the hourly cost of chips and electricity, subject to serving every workload's
+volume and to any limit on how many chips of a kind exist. SciPy's HiGHS solver finds the optimum.
+
+NVIDIA profiles come from data/ (sourced). Jalapeño's capacity, price and supply are not published:
+:class:`JalapenoAssumptions` holds the reader's assumptions, and every output labels them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linprog
+
+from perwatt import comparisons, data, roofline
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    isl_tokens: float
+    osl_tokens: float
+    min_tokens_per_s_per_user: float
+    output_tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    label: str
+    usd_per_hour: float
+    power_w: float
+    capacity: dict  # workload name -> output tokens/s per chip meeting its target (0 if none)
+    supply: float = np.inf
+    assumed: bool = False  # True where the profile rests on the reader's assumptions
+
+
+@dataclass(frozen=True)
+class JalapenoAssumptions:
+    """What the book does not know about Jalapeño, as explicit assumptions (defaults labelled).
+
+    per_watt_vs_gb200: Jalapeño's output tokens per watt as a multiple of GB200's at every
+        latency target (default: the published gpt-oss-120b ratio, if it held everywhere).
+    usd_per_watt_hour_vs_gb200: its price per watt of rating relative to GB200's (default 1).
+    supply_chips: how many Jalapeño chips exist for this fleet (default 2,000).
+    """
+
+    per_watt_vs_gb200: float | None = None
+    usd_per_watt_hour_vs_gb200: float = 1.0
+    supply_chips: float = 2000.0
+
+
+def capacity(model: str, accelerator: str, workload: Workload) -> float:
+    """Best output tokens/s per chip over the frontier among points meeting the workload's target."""
+    return _capacity(model, accelerator, workload.isl_tokens, workload.osl_tokens, workload.min_tokens_per_s_per_user)
+
+
+@cache
+def _capacity(model: str, accelerator: str, isl: float, osl: float, min_rate: float) -> float:
+    frontier = roofline.frontier(model, accelerator, isl=isl, osl=osl)
+    ok = frontier[frontier["tokens_per_s_per_user"] >= min_rate]
+    return float(ok["output_tokens_per_s_per_chip"].max()) if len(ok) else 0.0
+
+
+def nvidia_profiles(model: str, workloads: list[Workload]) -> list[Hardware]:
+    """Every accelerator with a sourced price and known specifications."""
+    prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"]).set_index("system")
+    chips = data.load("accelerators").set_index("accelerator")
+    known = set(roofline.known_chips())
+    profiles = []
+    for name, row in prices.iterrows():
+        if name not in known:
+            continue
+        profiles.append(Hardware(
+            name=name, label=str(chips.loc[name, "label"]), usd_per_hour=float(row["price_usd_per_gpu_hour"]),
+            power_w=float(chips.loc[name, "power_w"]),
+            capacity={w.name: capacity(model, name, w) for w in workloads},
+        ))
+    return profiles
+
+
+def jalapeno_profile(model: str, workloads: list[Workload], assumptions: JalapenoAssumptions) -> Hardware:
+    """Jalapeño built from GB200's profile and the reader's assumptions (labelled as such)."""
+    ratio = assumptions.per_watt_vs_gb200
+    if ratio is None:
+        ratio = float(comparisons.pairs().set_index("model").loc["gpt-oss-120b", "recomputed_ratio"])
+    gb200_w = comparisons.power_w("gb200", "chip_rated")
+    jal_w = comparisons.power_w("jalapeno", "chip_rated")
+    gb200_price = float(data.load("hourly_prices").set_index("system").loc["gb200", "price_usd_per_gpu_hour"])
+    base = {w.name: capacity(model, "gb200", w) for w in workloads}
+    return Hardware(
+        name="jalapeno", label="Jalapeño (assumed)",
+        usd_per_hour=gb200_price / gb200_w * jal_w * assumptions.usd_per_watt_hour_vs_gb200,
+        power_w=jal_w,
+        capacity={name: cap / gb200_w * ratio * jal_w for name, cap in base.items()},
+        supply=assumptions.supply_chips, assumed=True,
+    )
+
+
+def hourly_cost(hardware: Hardware, price_usd_per_kwh: float, pue: float) -> float:
+    """US$ per chip-hour: the rental price plus the electricity it draws at its rating."""
+    return hardware.usd_per_hour + hardware.power_w / 1000 * pue * price_usd_per_kwh
+
+
+def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kwh: float = 0.08,
+           pue: float = 1.2) -> pd.DataFrame:
+    """The cheapest assignment of chips to workloads: one row per workload and hardware.
+
+    Variables: chips of each hardware serving each workload (continuous: a fleet plan, not a
+    rack count). Raises ValueError if some workload cannot be served (no hardware meets its
+    target, or supply runs out).
+    """
+    nw, nh = len(workloads), len(hardware)
+    cost = np.array([hourly_cost(h, price_usd_per_kwh, pue) for h in hardware])
+    c = np.tile(cost, nw)  # variable index: w * nh + h
+    # Serve each workload's volume: −Σ_h cap·x ≤ −volume.
+    a_ub, b_ub = [], []
+    for i, w in enumerate(workloads):
+        row = np.zeros(nw * nh)
+        row[i * nh:(i + 1) * nh] = [-h.capacity[w.name] for h in hardware]
+        a_ub.append(row)
+        b_ub.append(-w.output_tokens_per_s)
+    # Limited supply of a kind of chip: Σ_w x ≤ supply.
+    for j, h in enumerate(hardware):
+        if np.isfinite(h.supply):
+            row = np.zeros(nw * nh)
+            row[j::nh] = 1.0
+            a_ub.append(row)
+            b_ub.append(h.supply)
+    result = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), bounds=(0, None), method="highs")
+    if result.status != 0:
+        raise ValueError(f"no assignment serves every workload: {result.message}")
+    chips = result.x.reshape(nw, nh)
+    rows = []
+    for i, w in enumerate(workloads):
+        for j, h in enumerate(hardware):
+            n = float(chips[i, j])
+            rows.append({
+                "workload": w.name, "hardware": h.name, "hardware_label": h.label, "assumed": int(h.assumed),
+                "chips": n, "output_tokens_per_s": n * h.capacity[w.name],
+                "usd_per_hour": n * cost[j], "kw": n * h.power_w / 1000 * pue,
+            })
+    frame = pd.DataFrame(rows)
+    per_workload = frame.groupby("workload")[["usd_per_hour", "kw", "output_tokens_per_s"]].transform("sum")
+    million_per_hour = per_workload["output_tokens_per_s"] * 3600 / 1e6
+    frame["workload_usd_per_million_tokens"] = per_workload["usd_per_hour"] / million_per_hour
+    frame["workload_kwh_per_million_tokens"] = per_workload["kw"] / million_per_hour
+    frame["total_usd_per_hour"] = float(result.fun)
+    return frame
+
+
+MODEL = "gpt-oss-120b"
+TOTAL_OUTPUT_TOKENS_PER_S = 20_000_000.0
+CHAT_MIN_RATE = 20.0
+
+
+def scenario_workloads(agent_share: float, agent_min_rate: float) -> list[Workload]:
+    """Chat (1k/1k, at least 20 tokens/s per user) and agent calls (8k/1k, the chosen target),
+    splitting a fleet-wide demand of 20 million output tokens per second (an assumption) by ``agent_share``."""
+    if not 0 <= agent_share <= 1:
+        raise ValueError(f"agent_share must be in [0, 1], got {agent_share}")
+    chat = comparisons.workload("1k/1k")
+    agent = comparisons.workload("8k/1k")
+    return [
+        Workload("chat", float(chat["isl_tokens"]), float(chat["osl_tokens"]), CHAT_MIN_RATE,
+                 TOTAL_OUTPUT_TOKENS_PER_S * (1 - agent_share)),
+        Workload("agent", float(agent["isl_tokens"]), float(agent["osl_tokens"]), agent_min_rate,
+                 TOTAL_OUTPUT_TOKENS_PER_S * agent_share),
+    ]
+
+
+def scenario(agent_share: float, agent_min_rate: float, price_usd_per_kwh: float,
+             assumptions: JalapenoAssumptions = JalapenoAssumptions()) -> pd.DataFrame:
+    """The book's fleet scenario: gpt-oss-120b, chat plus agent work, NVIDIA plus assumed Jalapeño."""
+    workloads = scenario_workloads(agent_share, agent_min_rate)
+    hardware = nvidia_profiles(MODEL, workloads) + [jalapeno_profile(MODEL, workloads, assumptions)]
+    return assign(workloads, hardware, price_usd_per_kwh)
