@@ -244,9 +244,10 @@ def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
 def clear_cache() -> None:
     """Forget loaded files and the tables built from them (after editing data in a live session)."""
     _load_cached.cache_clear()
-    from perwatt import comparisons
+    from perwatt import agents, comparisons, fleet, roofline
 
-    for cached in (comparisons._results, comparisons._pairs, comparisons._power_lookup):
+    for cached in (comparisons._results, comparisons._pairs, comparisons._power_lookup,
+                   roofline.model_spec, roofline.chip, agents.profiles, fleet._capacity):
         cached.cache_clear()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import struct
 import zlib
@@ -144,12 +145,26 @@ def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, con
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+_CHECKSUM = re.compile(r'\?v=[0-9a-f]+"')
+
+
+def _stable_asset_urls(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Sphinx appends a checksum to an asset's URL only if the file is already in the output
+    folder, and several extensions copy theirs only when the build finishes: a first build and
+    a rebuild would then differ. Drop the checksums so every build of a source is byte-identical."""
+    for key in ("js_tag", "css_tag"):
+        tag = context.get(key)
+        if tag is not None:
+            context[key] = lambda asset, _tag=tag: _CHECKSUM.sub('"', _tag(asset))
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _add_chart_scripts)
     app.connect("html-page-context", _accessible_citation_list)
+    app.connect("html-page-context", _stable_asset_urls)
     app.connect("build-finished", _write_root_favicon)
     app.add_css_file("perwatt.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
