@@ -43,11 +43,16 @@ def write_vega_bundle(directory: Path) -> Path:
     from altair.utils._importers import vl_version_for_vl_convert
 
     target = directory / vega_bundle_name()
+    # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
+    stamp = directory.with_name(f"{directory.name}-{target.name}.source")
+    source = f"vl-convert {vl_convert.__version__}, Vega-Lite {vl_version_for_vl_convert()}"
+    if target.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == source:
+        return target  # generating the bundle takes a second and a half; reuse it across builds
     # The bundle defines window.vegaEmbed; it is an ES module and must be loaded as one.
     bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
     directory.mkdir(parents=True, exist_ok=True)
-    if not target.exists() or target.read_text(encoding="utf-8") != bundle:
-        target.write_text(bundle, encoding="utf-8")
+    target.write_text(bundle, encoding="utf-8")
+    stamp.write_text(source, encoding="utf-8")
     return target
 
 
