@@ -92,8 +92,7 @@ def profiles(model: str) -> dict[str, SystemProfile]:
         else:
             spec, device = roofline.model_spec(model), roofline.chip(system)
             chips = roofline.chips_needed(spec, device, 1, isl)
-            prefill = float(roofline.phase_time(roofline.prefill_flops(spec, isl), roofline.prefill_bytes(spec, isl),
-                                                device, spec.expert_weight_bits, chips)) / isl
+            prefill = float(roofline.prefill_time(spec, device, isl, chips)) / isl
         out[system] = SystemProfile(
             prefill_s_per_token=float(prefill),
             tpot_s=float(row["tpot_ms"]) / 1000,
@@ -192,11 +191,8 @@ def load_curve(max_batch: int, rates, *, isl: float = 8192, osl: int = LOAD_OSL,
     chips = float(roofline.chips_needed(spec, device, max_batch, isl + osl))
     context = isl + osl / 2
     batches = np.arange(max_batch + 1, dtype=float)
-    steps = roofline.phase_time(roofline.decode_flops(spec, np.maximum(batches, 1), context),
-                                roofline.decode_bytes(spec, np.maximum(batches, 1), context),
-                                device, spec.expert_weight_bits, chips)
-    prefill = float(roofline.phase_time(roofline.prefill_flops(spec, isl), roofline.prefill_bytes(spec, isl),
-                                        device, spec.expert_weight_bits, chips))
+    steps = roofline.decode_time(spec, device, np.maximum(batches, 1), context, chips)
+    prefill = float(roofline.prefill_time(spec, device, isl, chips))
     rows = []
     for rate in rates:
         result = simulate_serving(float(rate), prefill_s=prefill, step_time_s=steps, output_tokens=osl,

@@ -246,15 +246,17 @@ def _attention_flops_per_token(spec: ModelSpec, context):
     return spec.layers * 4 * spec.query_heads * spec.head_dim * seen
 
 
-def decode_flops(spec: ModelSpec, batch, context):
-    """FLOPs of one decode step: ``batch`` new tokens, each attending to ``context`` tokens."""
-    return np.asarray(batch, dtype=float) * (2 * spec.active_params + _attention_flops_per_token(spec, context))
+def decode_flops(spec: ModelSpec, batch, context, tokens_per_sequence=1):
+    """FLOPs of one decode step: each of ``batch`` sequences adds ``tokens_per_sequence`` new tokens
+    (more than one when a pass verifies drafted tokens), each attending to ``context`` tokens."""
+    tokens = np.asarray(batch, dtype=float) * tokens_per_sequence
+    return tokens * (2 * spec.active_params + _attention_flops_per_token(spec, context))
 
 
-def decode_bytes(spec: ModelSpec, batch, context, kv_bits: float = DEFAULTS.kv_bits):
-    """Bytes one decode step reads: the weights its tokens touch, plus every sequence's KV cache."""
+def decode_bytes(spec: ModelSpec, batch, context, kv_bits: float = DEFAULTS.kv_bits, tokens_per_sequence=1):
+    """Bytes one decode step reads: the weights its tokens touch, plus every sequence's KV cache once."""
     batch = np.asarray(batch, dtype=float)
-    return weight_bytes(spec, batch) + batch * kv_bytes(spec, context, kv_bits)
+    return weight_bytes(spec, batch * tokens_per_sequence) + batch * kv_bytes(spec, context, kv_bits)
 
 
 def prefill_flops(spec: ModelSpec, prompt_tokens):
@@ -296,6 +298,20 @@ def phase_time(flops, nbytes, device: Chip, bits: float, chips, assumptions: Ass
     return longer + (1 - assumptions.overlap) * shorter
 
 
+def prefill_time(spec: ModelSpec, device: Chip, prompt_tokens, chips, assumptions: Assumptions = DEFAULTS):
+    """Seconds to prefill one prompt of ``prompt_tokens`` tokens on ``chips`` chips."""
+    return phase_time(prefill_flops(spec, prompt_tokens), prefill_bytes(spec, prompt_tokens, assumptions.kv_bits),
+                      device, spec.expert_weight_bits, chips, assumptions)
+
+
+def decode_time(spec: ModelSpec, device: Chip, batch, context, chips, assumptions: Assumptions = DEFAULTS,
+                tokens_per_sequence=1):
+    """Seconds for one decode (or verification) pass over ``batch`` sequences on ``chips`` chips."""
+    flops = decode_flops(spec, batch, context, tokens_per_sequence)
+    nbytes = decode_bytes(spec, batch, context, assumptions.kv_bits, tokens_per_sequence)
+    return phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions)
+
+
 def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS) -> dict:
     """One static-batch operating point (arrays broadcast).
 
@@ -309,10 +325,8 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
     bits = spec.expert_weight_bits
     context = isl + osl / 2
     chips = chips_needed(spec, device, batch, isl + osl, assumptions)
-    t_prefill = phase_time(prefill_flops(spec, isl), prefill_bytes(spec, isl, assumptions.kv_bits),
-                           device, bits, chips, assumptions)
-    tpot = phase_time(decode_flops(spec, batch, context), decode_bytes(spec, batch, context, assumptions.kv_bits),
-                      device, bits, chips, assumptions)
+    t_prefill = prefill_time(spec, device, isl, chips, assumptions)
+    tpot = decode_time(spec, device, batch, context, chips, assumptions)
     cycle = batch * t_prefill + osl * tpot
     output_per_chip = batch * osl / cycle / chips
     ttft = (batch + 1) / 2 * t_prefill
@@ -386,10 +400,7 @@ def decode_time_on(model: str, accelerator: str, chips: int, precision: str, bat
                    assumptions: Assumptions = DEFAULTS) -> float:
     """Seconds per decode step on a given number of chips (as a measurement was run)."""
     spec = model_spec(model).with_precision(precision)
-    device = chip(accelerator)
-    flops = decode_flops(spec, batch, context)
-    nbytes = decode_bytes(spec, batch, context, assumptions.kv_bits)
-    return float(phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions))
+    return float(decode_time(spec, chip(accelerator), batch, context, chips, assumptions))
 
 
 def validation(assumptions: Assumptions = DEFAULTS, unknown_context: float = 1024) -> pd.DataFrame:

@@ -80,15 +80,6 @@ def simulate(alpha: float, gamma: int, rounds: int, seed: int = 0) -> dict:
     return {"mean": float(tokens.mean()), "stderr": float(tokens.std(ddof=1) / np.sqrt(rounds)), "rounds": rounds}
 
 
-def _target_pass_time(spec, device, batch, tokens_per_sequence, context, chips, assumptions):
-    """Seconds for one target pass over ``batch`` sequences of ``tokens_per_sequence`` new tokens each."""
-    tokens = np.asarray(batch, dtype=float) * tokens_per_sequence
-    flops = tokens * 2 * spec.active_params + tokens * roofline._attention_flops_per_token(spec, context)
-    nbytes = roofline.weight_bytes(spec, tokens) + np.asarray(batch, dtype=float) * roofline.kv_bytes(
-        spec, context, assumptions.kv_bits)
-    return roofline.phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions)
-
-
 def batch_speedup(model: str, accelerator: str, alpha, gamma, c, batch, context: float = 8704,
                   assumptions: roofline.Assumptions = roofline.DEFAULTS) -> dict:
     """Speed-up per user and energy per accepted token at a batch size, from the roofline model.
@@ -105,8 +96,8 @@ def batch_speedup(model: str, accelerator: str, alpha, gamma, c, batch, context:
     g = _check_gamma(gamma)
     cost = _check_cost(c)
     chips = roofline.chips_needed(spec, device, batch, context, assumptions)
-    plain = _target_pass_time(spec, device, batch, 1, context, chips, assumptions)
-    verify = _target_pass_time(spec, device, batch, g + 1, context, chips, assumptions)
+    plain = roofline.decode_time(spec, device, batch, context, chips, assumptions)
+    verify = roofline.decode_time(spec, device, batch, context, chips, assumptions, tokens_per_sequence=g + 1)
     round_time = g * cost * plain + verify
     tokens = expected_tokens(alpha, g)
     per_token = round_time / tokens
