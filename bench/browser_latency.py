@@ -9,12 +9,9 @@ Run after `make book`: .venv/bin/python bench/browser_latency.py
 
 from __future__ import annotations
 
-import functools
-import http.server
 import sys
-import threading
 
-from _common import REPO, median, percentile, table, write
+from _common import REPO, served, median, percentile, table, write
 
 sys.path.insert(0, str(REPO / "tests"))
 from conftest import CHROMIUM_ARGS, find_chromium  # noqa: E402
@@ -63,34 +60,29 @@ def main() -> dict:
     sys.path.insert(0, str(REPO))
     from perwatt import figures
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
-    handler.log_message = lambda *a: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    pages = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "chapters").glob("*.html"))
-    report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33}
-    rows = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
-        for path in pages:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{base}/{path}")
-            page.evaluate("() => window.perwatt && window.perwatt.ready")
-            charts = page.evaluate("() => Array.from(document.querySelectorAll('.perwatt-chart[data-figure]'),"
-                                   " (c) => [c.id, c.dataset.figure])")
-            for chart_id, name in charts:
-                for control in figures.by_name(name).controls:
-                    times = page.evaluate(MEASURE, [chart_id, control.name, MOVES])
-                    key = f"{name}/{control.name}"
-                    marks = page.evaluate("(id) => document.querySelectorAll(`#${id} svg .role-mark > *`).length", chart_id)
-                    report["controls"][key] = {"median_ms": median(times), "p95_ms": percentile(times, 95),
-                                               "svg_mark_items": marks}
-                    rows.append((f"{key} median", median(times), 16.0, "ms"))
-                    rows.append((f"{key} p95", percentile(times, 95), 33.0, "ms"))
-            page.close()
-        browser.close()
-    server.shutdown()
+    with served(SITE) as base:
+        pages = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "chapters").glob("*.html"))
+        report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33}
+        rows = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+            for path in pages:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(f"{base}/{path}")
+                page.evaluate("() => window.perwatt && window.perwatt.ready")
+                charts = page.evaluate("() => Array.from(document.querySelectorAll('.perwatt-chart[data-figure]'),"
+                                       " (c) => [c.id, c.dataset.figure])")
+                for chart_id, name in charts:
+                    for control in figures.by_name(name).controls:
+                        times = page.evaluate(MEASURE, [chart_id, control.name, MOVES])
+                        key = f"{name}/{control.name}"
+                        marks = page.evaluate("(id) => document.querySelectorAll(`#${id} svg .role-mark > *`).length", chart_id)
+                        report["controls"][key] = {"median_ms": median(times), "p95_ms": percentile(times, 95),
+                                                   "svg_mark_items": marks}
+                        rows.append((f"{key} median", median(times), 16.0, "ms"))
+                        rows.append((f"{key} p95", percentile(times, 95), 33.0, "ms"))
+                page.close()
+            browser.close()
     print(table(rows))
     missed = {k: v for k, v in report["controls"].items() if v["median_ms"] > 16 or v["p95_ms"] > 33}
     typical = median([v["svg_mark_items"] for v in report["controls"].values()])

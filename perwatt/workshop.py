@@ -153,8 +153,11 @@ def chapter_files() -> list[Path]:
     files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
     paths = [REPO / f"{f}.md" for f in files]
     # Executable chapters carry a kernelspec in their front matter; plain pages have none.
-    return [p for p in paths if p.read_text(encoding="utf-8").startswith("---") and
-            "kernelspec:" in p.read_text(encoding="utf-8").split("---", 2)[1]]
+    return [p for p in paths if "kernelspec:" in _front_matter(p.read_text(encoding="utf-8"))]
+
+
+def _front_matter(text: str) -> str:
+    return text.split("---", 2)[1] if text.startswith("---") else ""
 
 
 def handouts(out: Path) -> list[Path]:
