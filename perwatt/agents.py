@@ -74,13 +74,15 @@ def profiles(model: str) -> dict[str, SystemProfile]:
     """Jalapeño and its baseline for one model, from the published table and the serving model.
 
     TPOT comes from the reported tokens/s per user, and J/token from the reported tokens/s/kW
-    (on its unstated power basis). Prefill time per token is Jalapeño's implied TTFT on the 8k
-    prompt (reported latency minus decode time) ÷ prompt length; the baselines' implied TTFT is
-    negative (see the consistency audit), so theirs comes from the roofline model's prefill on
-    their hardware instead. Both are derived, from different evidence, and labelled so.
+    (on its unstated power basis, reading "mixed" as input plus output tokens). Prefill time per
+    token is Jalapeño's implied TTFT at the workload's mean lengths (reported latency minus decode
+    time) ÷ mean prompt length; the baselines' figures leave no time for a first token (see the
+    consistency audit), so theirs comes from the roofline model's prefill on their hardware
+    instead. The two prefill figures rest on different evidence, so they are not a like-for-like
+    comparison of the chips' prefill speed.
     """
-    w = comparisons.workload("8k/1k")
-    isl, osl = float(w["isl_tokens"]), float(w["osl_tokens"])
+    drawn = comparisons.lengths("8k/1k")
+    isl, osl = drawn.isl_mean, drawn.osl_mean
     audit = benchmark.latency_audit(benchmark.book_results(), osl)
     rows = audit[audit["model"] == model].set_index("system")
     if rows.empty:
@@ -102,8 +104,15 @@ def profiles(model: str) -> dict[str, SystemProfile]:
 
 
 def task_comparison(model: str, steps: int, context_growth: float, cache_hit: float, tool_s: float,
-                    initial_context: float = 8192, output_tokens: float = 1024) -> pd.DataFrame:
-    """One agent task on Jalapeño and on its baseline: latency, its parts, energy, and the ratios."""
+                    initial_context: float | None = None, output_tokens: float | None = None) -> pd.DataFrame:
+    """One agent task on Jalapeño and on its baseline: latency, its parts, energy, and the ratios.
+
+    The first call's context and every call's output default to the 8k/1k workload's mean drawn
+    lengths, so a one-call task is one request of the benchmark.
+    """
+    drawn = comparisons.lengths("8k/1k")
+    initial_context = drawn.isl_mean if initial_context is None else initial_context
+    output_tokens = drawn.osl_mean if output_tokens is None else output_tokens
     rows = []
     for system, profile in profiles(model).items():
         result = task(profile, steps, initial_context, context_growth, cache_hit, tool_s, output_tokens)
@@ -193,13 +202,21 @@ def load_curve(max_batch: int, rates, *, isl: float = 8192, osl: int = LOAD_OSL,
     batches = np.arange(max_batch + 1, dtype=float)
     steps = roofline.decode_time(spec, device, np.maximum(batches, 1), context, chips)
     prefill = float(roofline.prefill_time(spec, device, isl, chips))
-    rows = []
-    for rate in rates:
-        result = simulate_serving(float(rate), prefill_s=prefill, step_time_s=steps, output_tokens=osl,
-                                  max_batch=max_batch, requests=requests, warmup=requests // 10, seed=seed)
-        # Busy or idle, the instance draws its chips' rated power.
-        result["joules_per_output_token"] = device.power_w * chips / result["throughput_tokens_per_s"]
-        rows.append(result)
+    rows = [simulate_serving(float(rate), prefill_s=prefill, step_time_s=steps, output_tokens=osl,
+                             max_batch=max_batch, requests=requests, warmup=requests // 10, seed=seed)
+            for rate in rates]
     frame = pd.DataFrame(rows)
     frame["max_batch"] = max_batch
+    frame["chips"] = chips
+    frame["rated_power_w"] = device.power_w
     return frame
+
+
+def joules_per_output_token(rated_power_w, chips, busy_fraction, throughput_tokens_per_s, idle_power_fraction):
+    """Energy per output token of an instance whose chips draw their rating while busy and
+    ``idle_power_fraction`` of it while idle (both labelled assumptions: decode usually draws
+    less than the rating, so the busy figure is an upper bound)."""
+    metrics._checked("idle_power_fraction", idle_power_fraction, minimum=0.0, maximum=1.0)
+    busy = np.asarray(busy_fraction, dtype=float)
+    draw_w = rated_power_w * chips * (busy + idle_power_fraction * (1 - busy))
+    return draw_w / throughput_tokens_per_s

@@ -155,20 +155,43 @@ def per_user(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     return wide
 
 
-def latency_audit(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
-    """Can latency, tokens/s/user and the output length describe one operating point?
+def consistency(latency_s, tokens_per_s_per_user, osl_tokens) -> dict[str, np.ndarray]:
+    """Could a request of ``osl_tokens`` output tokens have this latency at this per-user rate?
 
-    End-to-end latency = TTFT + output tokens ÷ per-user rate, so the latency a row reports
-    leaves ``implied_ttft_s`` = latency − ``osl_tokens`` ÷ rate for the first token. A
-    negative value is impossible: those figures cannot come from one request of that
-    length. ``max_consistent_osl`` is the longest output the row allows.
+    InferenceX defines a request's time per output token as (latency − TTFT) ÷ (output tokens − 1),
+    so latency = TTFT + (output tokens − 1) × TPOT exactly. The first token needs a forward pass
+    over the whole prompt, which takes at least as long as one decode step: TTFT ≥ TPOT, so
+    latency ≥ output tokens × TPOT = output tokens ÷ rate. Arrays broadcast. Returns
+    ``decode_s`` (the time after the first token), ``implied_ttft_s``, ``max_consistent_osl``
+    (the longest whole number of output tokens the latency allows) and ``consistent``.
+    """
+    metrics._positive("latency_s", latency_s)
+    metrics._positive("tokens_per_s_per_user", tokens_per_s_per_user)
+    metrics._positive("osl_tokens", osl_tokens)
+    latency = np.asarray(latency_s, dtype=float)
+    rate = np.asarray(tokens_per_s_per_user, dtype=float)
+    decode = (np.asarray(osl_tokens, dtype=float) - 1) / rate
+    # Output tokens the latency has room for at one step each; the slack absorbs float error.
+    budget = latency * rate * (1 + 1e-12)
+    return {
+        "decode_s": decode,
+        "implied_ttft_s": latency - decode,
+        "max_consistent_osl": np.floor(budget),
+        "consistent": np.asarray(osl_tokens, dtype=float) <= budget,
+    }
+
+
+def latency_audit(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
+    """:func:`consistency` for every row of a benchmark table, with a verdict per row.
+
+    ``decode_s`` is the time after the first token, (``osl_tokens`` − 1) ÷ rate, and
+    ``implied_ttft_s`` what the latency leaves for the first token.
     """
     wide = per_user(results, osl_tokens)
     wide["osl_tokens"] = float(osl_tokens)
-    wide["implied_ttft_s"] = wide["e2e_latency_s"] - wide["decode_s"]
-    wide["max_consistent_osl"] = wide["e2e_latency_s"] * wide["interactivity"]
-    wide["consistent"] = wide["implied_ttft_s"] >= 0
-    wide["verdict"] = np.where(wide["consistent"], "possible", "impossible: negative TTFT")
+    for column, values in consistency(wide["e2e_latency_s"], wide["interactivity"], osl_tokens).items():
+        wide[column] = values
+    wide["verdict"] = np.where(wide["consistent"], "possible", "impossible: TTFT shorter than one step")
     return wide
 
 
@@ -176,8 +199,9 @@ def users_per_chip(results: pd.DataFrame, power_w: pd.Series, isl_tokens: float,
     """Concurrent users per chip if throughput and tokens/s/user came from one operating point.
 
     Output tokens/s per chip (the mixed tokens/s/kW × the watts it was divided by × the output
-    share of tokens) ÷ tokens/s per user. ``power_w`` maps system → watts; rows whose system
-    has no known power are dropped, not estimated.
+    share of tokens, reading "mixed" as input plus output) ÷ tokens/s per user. ``isl_tokens``
+    and ``osl_tokens`` are mean lengths per request. ``power_w`` maps system → watts; rows whose
+    system has no known power are dropped, not estimated.
     """
     wide = _wide(results)
     wide["power_w"] = wide["system"].map(power_w)
@@ -233,6 +257,9 @@ def reconcile_claims(checks: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame
             findings.append("the table's own figures, rounded" if ok else "does not follow from the table")
         elif metric == "workload":
             findings.append("names the workload behind the table; token counts are in workloads.csv")
+        elif metric in ("roadmap", "capability", "caveat", "context"):
+            findings.append("contradicted by a cited source (see its note)" if claim["status"] == "contradicted"
+                            else "a statement, not a benchmark figure: no published data can test it")
         elif math.isnan(claim["low"]):
             findings.append("no number published")
         elif metric in ("performance_per_watt", "unspecified"):
@@ -262,17 +289,22 @@ class Report:
     audit: pd.DataFrame
 
 
-def analyze(path: str | Path, *, candidate: str, isl_tokens: float = 8192, osl_tokens: float = 1024,
-            reported: str | Path | None = None) -> Report:
+def analyze(path: str | Path, *, candidate: str, workload: str = "8k/1k", isl_tokens: float | None = None,
+            osl_tokens: float | None = None, reported: str | Path | None = None) -> Report:
     """Bring your own numbers: the chapter's tables and audit flags for a reader's CSV.
 
     ``path`` is a CSV with the columns of ``data/benchmark_results.csv`` (model, system,
     metric, value, decimals, source_id, note), validated against the same schema, except
     that models, systems and sources may be the reader's own. ``candidate`` names the system
-    being compared; each model needs exactly one other system. ``reported`` optionally names
-    a CSV of printed ratios with the columns of ``data/reported_ratios.csv``. A bad file
-    raises :class:`perwatt.data.DataError` naming the file, row and column.
+    being compared; each model needs exactly one other system. Token lengths are the mean
+    lengths ``workload`` draws (see :func:`perwatt.comparisons.lengths`) unless ``isl_tokens``
+    or ``osl_tokens`` give them. ``reported`` optionally names a CSV of printed ratios with the
+    columns of ``data/reported_ratios.csv``. A bad file raises :class:`perwatt.data.DataError`
+    naming the file, row and column.
     """
+    drawn = comparisons.lengths(workload)
+    isl_tokens = drawn.isl_mean if isl_tokens is None else isl_tokens
+    osl_tokens = drawn.osl_mean if osl_tokens is None else osl_tokens
     results = data.validate_file(path, "benchmark_results", check_foreign_keys=False)
     needed = set(METRICS)
     for model, group in results.groupby("model", sort=False):

@@ -8,6 +8,7 @@ column says why; nothing is filled in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
@@ -167,11 +168,55 @@ def basis_comparison(
 
 
 def workload(name: str = "8k/1k") -> pd.Series:
-    """One workload's row: isl_tokens, osl_tokens and the input-length sampling range."""
+    """One workload's row: target lengths and the ranges the lengths are drawn from."""
     workloads = data.load("workloads").set_index("workload")
     if name not in workloads.index:
         raise ValueError(f"workload must be one of {list(workloads.index)}, got {name!r}")
     return workloads.loc[name]
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """The whole-number token lengths a workload draws per request, uniformly from min to max.
+
+    InferenceX's random dataset draws each request's input and output lengths this way, from
+    ``int(target × min_fraction)`` to ``int(target × max_fraction)`` inclusive, and its client runs
+    with ``--ignore-eos`` so that every request produces exactly the output length it drew.
+    """
+
+    isl_min: int
+    isl_max: int
+    osl_min: int
+    osl_max: int
+
+    @property
+    def isl_mean(self) -> float:
+        return (self.isl_min + self.isl_max) / 2
+
+    @property
+    def osl_mean(self) -> float:
+        return (self.osl_min + self.osl_max) / 2
+
+    @property
+    def tokens_per_output_token(self) -> float:
+        """All tokens over output tokens across a run: E[input + output] ÷ E[output]."""
+        return (self.isl_mean + self.osl_mean) / self.osl_mean
+
+
+def assumption(assumption_id: str) -> float:
+    """The default value of a labelled assumption in data/assumptions.csv."""
+    table = data.load("assumptions").set_index("assumption_id")
+    if assumption_id not in table.index:
+        raise ValueError(f"assumption must be one of {list(table.index)}, got {assumption_id!r}")
+    return float(table.loc[assumption_id, "value"])
+
+
+def lengths(name: str = "8k/1k") -> Lengths:
+    """The lengths workload ``name`` draws (see :class:`Lengths`)."""
+    w = workload(name)
+    # int() truncates, as the benchmark client does: int(1024 × 0.8) = 819.
+    return Lengths(int(w["isl_tokens"] * w["input_min_fraction"]), int(w["isl_tokens"] * w["input_max_fraction"]),
+                   int(w["osl_tokens"] * w["output_min_fraction"]), int(w["osl_tokens"] * w["output_max_fraction"]))
 
 
 def energy_costs(
@@ -182,18 +227,19 @@ def energy_costs(
 ) -> pd.DataFrame:
     """Energy per token and its electricity cost, per model and system, from the published TPS/kW.
 
-    ``tokens="all"`` counts input and output tokens, as the published "mixed" figures do;
-    ``tokens="output"`` charges the same energy to output tokens alone on the workload.
-    The power basis is whatever the published figures used; ``pue`` scales it to the
-    facility.
+    ``tokens="all"`` counts input and output tokens, which is the book's reading of the
+    published "mixed" figures (the articles do not define the word; InferenceX's throughput
+    counts both). ``tokens="output"`` charges the same energy to output tokens alone, at the
+    workload's mean drawn lengths. The power basis is whatever the published figures used;
+    ``pue`` scales it to the facility.
     """
     if tokens not in ("all", "output"):
         raise ValueError(f"tokens must be 'all' or 'output', got {tokens!r}")
     out = results()[["model", "model_label", "system", "system_label", "tps_per_kw"]].copy()
     joules = metrics.joules_per_token(out["tps_per_kw"])
     if tokens == "output":
-        w = workload(workload_name)
-        joules = metrics.per_output_token(joules, w["isl_tokens"], w["osl_tokens"])
+        drawn = lengths(workload_name)
+        joules = metrics.per_output_token(joules, drawn.isl_mean, drawn.osl_mean)
     out["joules_per_token"] = joules
     out["cost_usd_per_million_tokens"] = metrics.energy_cost_per_million_tokens(
         joules, price_usd_per_kwh, pue

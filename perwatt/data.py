@@ -101,6 +101,12 @@ def _convert(raw: str, field: dict, where: str) -> object:
             )
         if "maximum" in constraints and number > constraints["maximum"]:
             raise DataError(f"{where}: {raw}{unit_note} is above the maximum {constraints['maximum']}")
+    if kind == "boolean":
+        # Table Schema's default spellings of true and false.
+        truthy, falsy = ("true", "True", "TRUE", "1"), ("false", "False", "FALSE", "0")
+        if raw not in truthy + falsy:
+            raise DataError(f"{where}: {raw!r} is not true or false")
+        value = raw in truthy
     if "enum" in constraints and value not in constraints["enum"]:
         allowed = ", ".join(map(str, constraints["enum"]))
         raise DataError(f"{where}: {raw!r} is not one of: {allowed}")
@@ -135,6 +141,8 @@ def _validate_frame(text: pd.DataFrame, resource: Resource) -> pd.DataFrame:
             frame[column] = pd.to_numeric(frame[column].astype("object").where(frame[column].notna()))
             if field["type"] == "integer" and frame[column].notna().all():
                 frame[column] = frame[column].astype("int64")
+        elif field.get("type") == "boolean":
+            frame[column] = frame[column].astype("bool")
         else:
             frame[column] = frame[column].astype("object")
     key = resource.schema.get("primaryKey")

@@ -182,30 +182,32 @@ def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
 
 def latency_audit_frame(osl_tokens: float) -> pd.DataFrame:
     """Model output for the latency-audit figure at one output length."""
-    return _with_labels(benchmark.latency_audit(benchmark.book_results(), osl_tokens))
+    frame = _with_labels(benchmark.latency_audit(benchmark.book_results(), osl_tokens))
+    # The least time the output can take: one step per token, the first token's included.
+    frame["min_output_s"] = osl_tokens / frame["interactivity"]
+    return frame
 
 
 def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
-    top = float(max(grid["decode_s"].max(), grid["e2e_latency_s"].max())) * 1.05
+    top = float(max(grid["min_output_s"].max(), grid["e2e_latency_s"].max())) * 1.05
     x_scale = alt.Scale(domain=[0, top], nice=False)
     y = alt.Y("row_label:N", title=None, sort=list(dict.fromkeys(grid["row_label"])))
     tooltip = [
         alt.Tooltip("row_label:N", title="Row"),
         alt.Tooltip("e2e_latency_s:Q", title="Reported latency, s", format=".2f"),
         alt.Tooltip("interactivity:Q", title="Reported tokens/s per user", format=",.0f"),
-        alt.Tooltip("decode_s:Q", title="Time to generate the output, s", format=".3f"),
+        alt.Tooltip("min_output_s:Q", title="Output tokens × time per token, s", format=".3f"),
         alt.Tooltip("implied_ttft_s:Q", title="Implied time to first token, s", format=".3f"),
+        alt.Tooltip("max_consistent_osl:Q", title="Longest output the row allows, tokens", format=",.0f"),
         alt.Tooltip("verdict:N", title="Verdict"),
     ]
     colour = alt.Color(
         "verdict:N", title="One operating point?",
-        scale=alt.Scale(domain=["possible", "impossible: negative TTFT"], range=["#2563eb", "#dc2626"]),
+        scale=alt.Scale(domain=["possible", "impossible: TTFT shorter than one step"], range=["#2563eb", "#dc2626"]),
         legend=alt.Legend(orient="top"),
     )
-    decode = base.mark_bar(height=16).encode(
-        x=alt.X("decode_s:Q", title="Seconds",
-                scale=x_scale),
-        y=y, color=colour, tooltip=tooltip,
+    bars = base.mark_bar(height=16).encode(
+        x=alt.X("min_output_s:Q", title="Seconds", scale=x_scale), y=y, color=colour, tooltip=tooltip,
     )
     reported = base.mark_tick(color="black", thickness=3, size=24).encode(
         x=alt.X("e2e_latency_s:Q", scale=x_scale), y=y, tooltip=tooltip
@@ -213,44 +215,50 @@ def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     ttft = base.mark_text(align="left", dx=6, fontSize=12).encode(
         x=alt.X("label_x:Q", scale=x_scale), y=y, text="ttft_label:N"
     )
-    return alt.layer(decode, reported, ttft).transform_calculate(
-        label_x="max(datum.decode_s, datum.e2e_latency_s)",
+    return alt.layer(bars, reported, ttft).transform_calculate(
+        label_x="max(datum.min_output_s, datum.e2e_latency_s)",
         ttft_label="'TTFT ' + format(datum.implied_ttft_s, '.2f') + ' s'",
     ).properties(
         width=400, height=alt.Step(26),
         title=alt.TitleParams(
             "Do latency and tokens/s per user fit one request?",
             subtitle=["Bar: output tokens ÷ tokens/s per user. Tick: reported latency.",
-                      "A bar past its tick leaves a negative time to first token."],
+                      "A bar past its tick leaves less than one step for the first token."],
         ),
     )
+
+
+#: Slider stops either side of the default output length in the latency audit.
+AUDIT_STOPS, AUDIT_STEP = 40, 8
 
 
 @cache
 def latency_audit() -> InteractiveFigure:
     """Figure: the latency decomposition, with the output length as the control."""
-    osl = float(comparisons.workload("8k/1k")["osl_tokens"])
+    # The mean length the workload draws, to the nearest whole token.
+    default = round(comparisons.lengths("8k/1k").osl_mean)
     return InteractiveFigure(
         name="latency-audit",
         description=(
-            "Bar chart, one bar per model and system: the time needed to generate the chosen number "
+            "Bar chart, one bar per model and system: the least time needed to generate the chosen number "
             "of output tokens at the reported tokens per second per user, beside a tick at the "
             "reported end-to-end latency. Bars longer than the latency are impossible for one request."
         ),
-        controls=(Control.slider("osl_tokens", "Output tokens per request:", 64, 2048, 64, osl, unit="tokens"),),
+        controls=(Control.slider("osl_tokens", "Output tokens per request:", default - AUDIT_STOPS * AUDIT_STEP,
+                                 default + AUDIT_STOPS * AUDIT_STEP, AUDIT_STEP, default, unit="tokens"),),
         compute=latency_audit_frame,
         draw=_draw_latency_audit,
         keys=("model", "system"),
-        values=("implied_ttft_s", "decode_s"),
+        values=("implied_ttft_s", "min_output_s", "max_consistent_osl"),
     )
 
 
 def users_per_chip_frame(basis: str) -> pd.DataFrame:
     """Model output for the users-per-chip figure on one power basis (unknown powers dropped)."""
-    w = comparisons.workload("8k/1k")
+    drawn = comparisons.lengths("8k/1k")
     results = benchmark.book_results()
     watts = pd.Series({s: comparisons.power_w(s, basis) for s in results["system"].unique()})
-    frame = benchmark.users_per_chip(results, watts, w["isl_tokens"], w["osl_tokens"])
+    frame = benchmark.users_per_chip(results, watts, drawn.isl_mean, drawn.osl_mean)
     return _with_labels(frame)
 
 
@@ -369,7 +377,9 @@ def roofline_figure() -> InteractiveFigure:
 def frontier_frame(model: str, accelerator: str, precision: str, workload: str) -> pd.DataFrame:
     """Model output for the frontier figure: one row per batch size."""
     w = comparisons.workload(workload)
-    return roofline.frontier(model, accelerator, precision, float(w["isl_tokens"]), float(w["osl_tokens"]))
+    frame = roofline.frontier(model, accelerator, precision, float(w["isl_tokens"]), float(w["osl_tokens"]))
+    # Only the batch sizes no other batch beats on both axes make up the frontier.
+    return frame[frame["efficient"] == 1].reset_index(drop=True)
 
 
 def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -391,7 +401,8 @@ def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     return alt.layer(line, labels).properties(
         width=460, height=280,
         title=alt.TitleParams("Throughput against interactivity across batch sizes",
-                              subtitle="Each point is a batch size (some labelled). Up and right is better; no point is both."),
+                              subtitle=["Each point is a batch size (some labelled). Up and right is better.",
+                                        "Batch sizes beaten on both axes by another are left out."]),
     )
 
 
@@ -402,8 +413,8 @@ def frontier_figure() -> InteractiveFigure:
         name="frontier",
         description=(
             "Line chart on log-log axes: output tokens per second per chip against tokens per second "
-            "per user, one point per batch size from 1 to 1,024, for the chosen model, accelerator, "
-            "weight precision and workload."
+            "per user, one point per batch size from 1 to 1,024 that no other batch size beats on both, "
+            "for the chosen model, accelerator, weight precision and workload."
         ),
         controls=(_model_control(), _accelerator_control(),
                   Control("precision", "Weights:", roofline.PRECISIONS, "as_released", "radio",
@@ -414,14 +425,15 @@ def frontier_figure() -> InteractiveFigure:
         draw=_draw_frontier,
         keys=("batch",),
         values=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
+        frontier=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
     )
 
 
 def implied_bandwidth_frame(precision: str, kv: str) -> pd.DataFrame:
     """Model output for the implied-bandwidth figure: one row per model."""
-    w = comparisons.workload("8k/1k")
-    context = float(w["isl_tokens"] + w["osl_tokens"] / 2) if kv == "with_kv" else 0.0
-    table = benchmark.per_user(benchmark.book_results(), float(w["osl_tokens"]))
+    drawn = comparisons.lengths("8k/1k")
+    context = drawn.isl_mean + drawn.osl_mean / 2 if kv == "with_kv" else 0.0
+    table = benchmark.per_user(benchmark.book_results(), drawn.osl_mean)
     table = table[table["system"] == comparisons.CANDIDATE].reset_index(drop=True)
     table["required_tb_s"] = [
         float(roofline.required_bandwidth(m, rate, context, precision)) / roofline.TERA
@@ -557,7 +569,8 @@ def _draw_speculation_batch(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerCha
     return alt.layer(parity, line, label).properties(
         width=440, height=260,
         title=alt.TitleParams("Does speculation still pay at this batch size?",
-                              subtitle="Llama 3.1 8B on one H100, roofline model. Dashed line: no gain."),
+                              subtitle=["Llama 3.1 8B on as many H100s as each batch's KV cache needs, assumed to",
+                                        "scale ideally across them (roofline model). Dashed line: no gain."]),
     )
 
 
@@ -568,7 +581,8 @@ def speculation_batch() -> InteractiveFigure:
         name="speculation-batch",
         description=(
             "Line chart: the per-user speed-up from speculative decoding against batch size from 1 to "
-            "1,024 for Llama 3.1 8B on one H100, priced with the book's roofline model, for the chosen "
+            "1,024 for Llama 3.1 8B on as many H100s as the batch's KV cache needs, priced with the book's "
+            "roofline model with ideal scaling across GPUs, for the chosen "
             "acceptance rate, draft length, draft cost and context length, with the batch at which "
             "speculation stops paying."
         ),
@@ -644,6 +658,8 @@ def agent_task() -> InteractiveFigure:
 
 
 LOAD_RATES = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+#: Idle draw the load figure offers, as a share of the rating (the default comes from assumptions.csv).
+IDLE_SHARES = (0.1, 0.2, 0.5, 1.0)
 
 
 @cache
@@ -651,9 +667,12 @@ def _load_curve(max_batch: int) -> pd.DataFrame:
     return agents.load_curve(max_batch, LOAD_RATES)
 
 
-def serving_load_frame(max_batch: int, arrival_rate: float) -> pd.DataFrame:
+def serving_load_frame(max_batch: int, arrival_rate: float, idle_power_fraction: float) -> pd.DataFrame:
     """Model output for the load figure: the whole curve for one batch cap, the chosen rate marked."""
     frame = _load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
+    frame["joules_per_output_token"] = agents.joules_per_output_token(
+        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+        idle_power_fraction)
     frame["selected"] = (np.isclose(frame["rate_rps"], arrival_rate)).astype(int)
     return frame
 
@@ -688,11 +707,14 @@ def serving_load() -> InteractiveFigure:
         description=(
             "Line chart on log axes: median and 99th-percentile request latency of one simulated serving "
             "instance against the arrival rate, for the chosen cap on the batch size, with the throughput, "
-            "tail latency and energy per output token at the chosen arrival rate."
+            "tail latency and energy per output token at the chosen arrival rate; busy chips are charged "
+            "their rated power and idle chips the chosen share of it."
         ),
         controls=(
             Control("max_batch", "Largest batch:", (1, 16, 128), 16, "select"),
             Control("arrival_rate", "Arrival rate, requests/s:", LOAD_RATES, 4.0, "select"),
+            Control("idle_power_fraction", "Idle draw, share of rated power (assumed):", IDLE_SHARES,
+                    comparisons.assumption("idle_power_fraction"), "select"),
         ),
         compute=serving_load_frame,
         draw=_draw_serving_load,

@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linprog
+from scipy.optimize import Bounds, LinearConstraint, milp
 
 from perwatt import comparisons, data, roofline
 
@@ -112,34 +112,39 @@ def hourly_cost(hardware: Hardware, price_usd_per_kwh: float, pue: float) -> flo
 
 
 def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kwh: float = 0.08,
-           pue: float = 1.2) -> pd.DataFrame:
+           pue: float = 1.2, integral: bool = True) -> pd.DataFrame:
     """The cheapest assignment of chips to workloads: one row per workload and hardware.
 
-    Variables: chips of each hardware serving each workload (continuous: a fleet plan, not a
-    rack count). Raises ValueError if some workload cannot be served (no hardware meets its
-    target, or supply runs out).
+    Variables: whole numbers of chips of each hardware serving each workload (a mixed-integer
+    programme), or, with ``integral=False``, fractions of chips (the linear-programme relaxation,
+    a lower bound on the cost). Raises ValueError if some workload cannot be served (no hardware
+    meets its target, or supply runs out).
     """
     nw, nh = len(workloads), len(hardware)
     cost = np.array([hourly_cost(h, price_usd_per_kwh, pue) for h in hardware])
     c = np.tile(cost, nw)  # variable index: w * nh + h
-    # Serve each workload's volume: −Σ_h cap·x ≤ −volume.
-    a_ub, b_ub = [], []
+    # Serve each workload's volume: Σ_h cap·x ≥ volume.
+    rows, lower, upper = [], [], []
     for i, w in enumerate(workloads):
         row = np.zeros(nw * nh)
-        row[i * nh:(i + 1) * nh] = [-h.capacity[w.name] for h in hardware]
-        a_ub.append(row)
-        b_ub.append(-w.output_tokens_per_s)
+        row[i * nh:(i + 1) * nh] = [h.capacity[w.name] for h in hardware]
+        rows.append(row)
+        lower.append(w.output_tokens_per_s)
+        upper.append(np.inf)
     # Limited supply of a kind of chip: Σ_w x ≤ supply.
     for j, h in enumerate(hardware):
         if np.isfinite(h.supply):
             row = np.zeros(nw * nh)
             row[j::nh] = 1.0
-            a_ub.append(row)
-            b_ub.append(h.supply)
-    result = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), bounds=(0, None), method="highs")
+            rows.append(row)
+            lower.append(0.0)
+            upper.append(np.floor(h.supply))
+    result = milp(c, constraints=LinearConstraint(np.array(rows), lower, upper),
+                  integrality=np.full(nw * nh, 1 if integral else 0), bounds=Bounds(0, np.inf))
     if result.status != 0:
         raise ValueError(f"no assignment serves every workload: {result.message}")
-    chips = result.x.reshape(nw, nh)
+    # Integral up to the solver's tolerance: round so that a plan never shows 291.9999 chips.
+    chips = (np.round(result.x) if integral else result.x).reshape(nw, nh)
     rows = []
     for i, w in enumerate(workloads):
         for j, h in enumerate(hardware):
@@ -154,7 +159,7 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     million_per_hour = per_workload["output_tokens_per_s"] * 3600 / 1e6
     frame["workload_usd_per_million_tokens"] = per_workload["usd_per_hour"] / million_per_hour
     frame["workload_kwh_per_million_tokens"] = per_workload["kw"] / million_per_hour
-    frame["total_usd_per_hour"] = float(result.fun)
+    frame["total_usd_per_hour"] = float(frame["usd_per_hour"].sum())
     return frame
 
 
@@ -179,8 +184,8 @@ def scenario_workloads(agent_share: float, agent_min_rate: float) -> list[Worklo
 
 
 def scenario(agent_share: float, agent_min_rate: float, price_usd_per_kwh: float,
-             assumptions: JalapenoAssumptions = JalapenoAssumptions()) -> pd.DataFrame:
+             assumptions: JalapenoAssumptions = JalapenoAssumptions(), integral: bool = True) -> pd.DataFrame:
     """The book's fleet scenario: gpt-oss-120b, chat plus agent work, NVIDIA plus assumed Jalapeño."""
     workloads = scenario_workloads(agent_share, agent_min_rate)
     hardware = nvidia_profiles(MODEL, workloads) + [jalapeno_profile(MODEL, workloads, assumptions)]
-    return assign(workloads, hardware, price_usd_per_kwh)
+    return assign(workloads, hardware, price_usd_per_kwh, integral=integral)

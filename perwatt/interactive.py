@@ -126,6 +126,8 @@ class InteractiveFigure:
 
     ``keys`` identify a row of the model's output and ``values`` are the numbers the chart
     shows; tests compare exactly these between the model, the browser and the panel.
+    ``frontier`` names the two columns (higher is better on both) of a figure drawn as a
+    frontier or trade-off curve; tests check that no point it shows is beaten on both.
     """
 
     name: str
@@ -135,6 +137,7 @@ class InteractiveFigure:
     draw: Callable[[alt.Chart, pd.DataFrame], alt.TopLevelMixin]
     keys: tuple[str, ...]
     values: tuple[str, ...]
+    frontier: tuple[str, str] | None = None
 
     def control(self, name: str) -> Control:
         for c in self.controls:

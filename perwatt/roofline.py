@@ -345,14 +345,35 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
 BATCHES = tuple(2 ** i for i in range(11))
 
 
+def pareto_efficient(x, y) -> np.ndarray:
+    """True for each point that no other point beats on both ``x`` and ``y`` (higher is better on
+    both): no other point is at least as good on both and strictly better on one."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    at_least = (x[None, :] >= x[:, None]) & (y[None, :] >= y[:, None])
+    strictly = (x[None, :] > x[:, None]) | (y[None, :] > y[:, None])
+    return ~(at_least & strictly).any(axis=1)
+
+
 def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float = 8192, osl: float = 1024,
              assumptions: Assumptions = DEFAULTS, batches=BATCHES) -> pd.DataFrame:
-    """Throughput per chip against tokens/s per user across batch sizes: one row per batch."""
+    """Throughput per chip against tokens/s per user across batch sizes: one row per batch.
+
+    ``efficient`` is 1 for the batch sizes no other batch beats on both output tokens/s per chip
+    and tokens/s per user, 0 for the rest. Batches can be beaten because a larger batch's KV cache
+    moves the instance onto more chips, which this model lets scale ideally: the larger batch
+    then gains per-user speed without losing throughput per chip.
+    """
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     batch = np.asarray(batches, dtype=float)
+    if (batch != np.round(batch)).any() or (batch < 1).any():
+        raise ValueError(f"batches must be whole numbers ≥ 1, got {list(batches)!r}")
     point = serve(spec, device, batch, isl, osl, assumptions)
-    return pd.DataFrame({"batch": batch.astype(int), **{k: np.asarray(v, dtype=float) for k, v in point.items()}})
+    frame = pd.DataFrame({"batch": batch.astype(int), **{k: np.asarray(v, dtype=float) for k, v in point.items()}})
+    frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"],
+                                          frame["tokens_per_s_per_user"]).astype(int)
+    return frame
 
 
 def roofline_points(model: str, accelerator: str, batch: int, isl: float = 8192, osl: float = 1024,

@@ -6,9 +6,9 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   (``PERWATT_RENDER=static``, inherited by every kernel the build starts);
 * clears jupyter-cache when the package or the data changed, since the cache only sees
   the chapters' own cells;
-* writes Vega, Vega-Lite and vega-embed as one shared, vendored ES module, taken from
+* writes Vega, Vega-Lite and vega-embed as one shared, vendored classic script, taken from
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
-  every chart on a page;
+  every chart on a page (both load from disk as well as over http);
 * serves MathJax from the site itself;
 * removes the two script errors a stock Jupyter Book 1 page raises (Thebe's duplicate
   ``THEBE_JS_URL`` declaration and the theme's empty colour mode).
@@ -45,13 +45,16 @@ def write_vega_bundle(directory: Path) -> Path:
     target = directory / vega_bundle_name()
     # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
     stamp = directory.with_name(f"{directory.name}-{target.name}.source")
-    source = f"vl-convert {vl_convert.__version__}, Vega-Lite {vl_version_for_vl_convert()}"
+    source = f"vl-convert {vl_convert.__version__}, Vega-Lite {vl_version_for_vl_convert()}, classic script"
     if target.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == source:
         return target  # generating the bundle takes a second and a half; reuse it across builds
-    # The bundle defines window.vegaEmbed; it is an ES module and must be loaded as one.
     bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    # vl-convert ships an ES module, and Chromium refuses module scripts on pages opened from disk
+    # (origin "null"). The bundle imports and exports nothing, so inside a function it runs as a
+    # classic script; the function keeps its top-level names out of the page's global scope, and
+    # "use strict" keeps the strict semantics a module has.
     directory.mkdir(parents=True, exist_ok=True)
-    target.write_text(bundle, encoding="utf-8")
+    target.write_text(f'(function () {{\n"use strict";\n{bundle}\n}})();\n', encoding="utf-8")
     stamp.write_text(source, encoding="utf-8")
     return target
 
@@ -137,9 +140,10 @@ def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: d
     """Load Vega only on pages that have charts; the browser caches it across them."""
     if 'class="perwatt-spec"' not in context.get("body", ""):
         return
-    # Module scripts run in document order after parsing: the bundle, then the loader.
-    app.add_js_file(vega_bundle_name(), type="module", priority=600)
-    app.add_js_file("perwatt-charts.js", type="module", priority=601)
+    # Deferred classic scripts run in document order after parsing, the bundle, then the loader,
+    # and, unlike modules, also on a page opened from disk.
+    app.add_js_file(vega_bundle_name(), loading_method="defer", priority=600)
+    app.add_js_file("perwatt-charts.js", loading_method="defer", priority=601)
 
 
 def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:

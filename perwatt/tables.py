@@ -87,20 +87,28 @@ def power() -> Styler:
 def implied_throughput() -> Styler:
     """Tokens/s per chip that each power basis implies for the reported tokens/s/kW."""
     implied = comparisons.implied_chip_throughput()
-    wide = implied.pivot_table(
-        index=["model_label", "system_label"], columns="basis", values="tokens_per_s", sort=False, dropna=False
-    ).reset_index()
+    # A power that is an upper bound ("or under") makes tokens/s = TPS/kW × kW an upper bound too.
+    implied["shown"] = [
+        "" if pd.isna(v) else ("≤ " if bound == "upper" else "") + f"{v:,.0f}"
+        for v, bound in zip(implied["tokens_per_s"], implied["bound"])
+    ]
+    # Only the pairs the articles benchmarked: no row for a model on a system it was not run on.
+    wide = implied.pivot(index=["model", "system"], columns="basis", values="shown")
+    order = implied[["model", "system"]].drop_duplicates()
+    wide = comparisons.label(wide.reindex(pd.MultiIndex.from_frame(order)).reset_index())
     return styled(
         wide,
         {
             "model_label": Column("Model"),
             "system_label": Column("System"),
-            "chip_measured": Column("if divided by measured draw", "{:,.0f}", "derived"),
-            "chip_rated": Column("if divided by rating", "{:,.0f}", "derived"),
-            "all_in_provisioned": Column("if divided by all-in", "{:,.0f}", "derived"),
+            "chip_measured": Column("if divided by measured draw", status="derived"),
+            "chip_rated": Column("if divided by rating", status="derived"),
+            "all_in_provisioned": Column("if divided by all-in", status="derived"),
         },
-        caption="Tokens/s per chip implied by the reported tokens/s/kW on each power basis. "
-        "Empty: that basis has no known power for the system.",
+        caption="Tokens/s per chip implied by the reported tokens/s/kW on each power basis, for the model and "
+        "system pairs the articles benchmarked. Empty: that basis has no known power for the system. "
+        "≤: Jalapeño's measured draw is published only as 550 W or under, so tokens/s on that basis is at most "
+        "the figure shown.",
         table_id="implied-throughput",
     )
 
@@ -168,8 +176,9 @@ def derived(frame: pd.DataFrame) -> Styler:
             "decode_s": Column("Time to generate the output, s", "{:.3f}", "derived"),
         },
         caption="Derived per model and system: energy per token on the published (unstated) power "
-        "basis, counted over all tokens and over output tokens; time per output token (1000 ÷ tokens/s "
-        "per user); time to generate 1k output tokens at that rate.",
+        "basis, counted over all tokens and over output tokens (reading \"mixed\" as input plus output "
+        "tokens, the book's interpretation); time per output token (1000 ÷ tokens/s per user); time to "
+        "generate a mean-length output at that rate.",
         table_id="derived",
     )
 
@@ -193,11 +202,14 @@ def claims(reconciled: pd.DataFrame) -> Styler:
             "claimed": Column("Figure", status="reported"),
             "condition": Column("Condition given"),
             "from_table": Column("From the table", status="derived"),
+            "status": Column("Status"),
             "finding": Column("Finding"),
+            "note": Column("Note"),
             "source": Column("Source"),
         },
-        caption="Every range and headline figure in the three articles, beside the range the "
-        "published table gives for the same metric.",
+        caption="Every range, headline figure and checkable statement in the three articles, beside "
+        "the range the published table gives for the same metric. Status: checked against the table, "
+        "not checkable with published data, or contradicted by a cited source.",
         table_id="claims",
     )
 
@@ -221,7 +233,7 @@ def sources() -> Styler:
         data.load("sources"),
         {"source_id": Column("Id"), "title": Column("Title"), "kind": Column("Kind"),
          "status": Column("Evidence"), "note": Column("Note")},
-        caption="Sources. Article files are in shared/sources beside the repository.",
+        caption="Sources, with the evidence label of what the book takes from each.",
         table_id="sources",
     )
 
@@ -267,11 +279,13 @@ def validation(frame: pd.DataFrame) -> Styler:
             "model_label": Column("Model"),
             "setup": Column("Setup"),
             "engine": Column("Engine"),
-            "measured_tpot_ms": Column("Measured ms per token", "{:.2f}", "confirmed"),
+            "measured_tpot_ms": Column("Measured ms per token", "{:.2f}"),
+            "evidence": Column("Evidence for the measurement and its setup"),
             "modelled_tpot_ms": Column("Model ms per token", "{:.2f}", "derived"),
             "error_pct": Column("Error", "{:+.0f} %", "derived"),
             "source": Column("Source"),
         },
-        caption="Time per output token: public measurements against the model at its default assumptions.",
+        caption="Time per output token: public measurements against the model at its default assumptions. "
+        "Each measurement's evidence column says which parts of its setup the source states.",
         table_id="validation",
     )

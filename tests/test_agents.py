@@ -59,8 +59,20 @@ def test_load_trades_latency_for_throughput():
     curve = agents.load_curve(16, [1.0, 4.0, 8.0], requests=800)
     assert curve["throughput_tokens_per_s"].is_monotonic_increasing
     assert curve["p99_s"].is_monotonic_increasing
-    assert curve["joules_per_output_token"].is_monotonic_decreasing
+    energy = agents.joules_per_output_token(curve["rated_power_w"], curve["chips"], curve["busy_fraction"],
+                                            curve["throughput_tokens_per_s"], 0.2)
+    assert energy.is_monotonic_decreasing
     assert (curve["p99_s"] >= curve["p50_s"]).all()
+
+
+def test_idle_and_busy_power_known_value():
+    # 2 chips of 1,000 W, busy 25 % of the time, idle at 10 % of the rating, serving 500 tokens/s:
+    # draw = 2,000 W × (0.25 + 0.1 × 0.75) = 650 W, so 650 / 500 = 1.3 J per output token.
+    assert agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 0.1) == pytest.approx(1.3)
+    # Charging idle chips their full rating gives the old, all-rated figure: 2,000 / 500.
+    assert agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.0) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="idle_power_fraction"):
+        agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.5)
 
 
 def test_unstable_queue_is_refused():

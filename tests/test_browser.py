@@ -322,3 +322,34 @@ def test_no_serious_or_critical_accessibility_violations(site, site_url, browser
         finally:
             visit.close()
     assert found == {}
+
+
+def test_charts_draw_on_a_page_opened_from_disk(site, browser):
+    """Readers open index.html straight from disk: file://, where browsers refuse module scripts."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    off_disk: list[str] = []
+
+    def only_files(route) -> None:
+        if route.request.url.startswith(("file://", "data:", "blob:")):
+            route.continue_()
+        else:
+            off_disk.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_files)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        for path in ("chapters/per-watt.html", "chapters/prefill-decode.html"):
+            page.goto((site / path).as_uri(), wait_until="load")
+            page.wait_for_function("() => window.perwatt && window.perwatt.ready !== undefined", timeout=20_000)
+            page.evaluate("() => window.perwatt.ready")
+            charts = page.evaluate(
+                "() => Array.from(document.querySelectorAll('.perwatt-chart'), "
+                "(c) => c.dataset.rendered === 'true' && !!c.querySelector('svg'))")
+            assert len(charts) >= 2 and all(charts), f"{path} from disk: {charts}"
+        assert errors == [] and off_disk == []
+    finally:
+        context.close()

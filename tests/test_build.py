@@ -93,7 +93,7 @@ def test_vega_is_one_shared_vendored_module(site):
         vega = [s for s in parser.scripts if "perwatt-vega-" in (s.get("src") or "")]
         if 'class="perwatt-spec"' in text:
             with_charts += 1
-            assert len(vega) == 1 and vega[0].get("type") == "module", page.relative_to(site)
+            assert len(vega) == 1 and vega[0].get("type") != "module" and "defer" in vega[0], page.relative_to(site)
         else:
             assert vega == [], f"{page.relative_to(site)} loads Vega but has no chart"
         # The library itself is never inlined into a page.
@@ -275,3 +275,52 @@ def test_two_clean_builds_give_byte_identical_html(book_build, site, tmp_path):
     assert first_files == second_files
     differing = [str(f) for f in first_files if (site / f).read_bytes() != (second / f).read_bytes()]
     assert differing == []
+
+
+#: MyST and Sphinx markup that must never reach a reader as text: roles and directive fences.
+RAW_MARKUP = re.compile(r"\{glue(?::[a-z]+)?\}|\{(?:term|numref|ref|cite(?::[a-z]+)?|download|doc|eq|exercise|solution)\}"
+                        r"|```\{|:::\{")
+
+
+class _VisibleText(HTMLParser):
+    """The text a reader sees: everything outside scripts, styles and code."""
+
+    HIDDEN = {"script", "style", "pre", "code", "textarea"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag in self.HIDDEN:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.HIDDEN and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, text: str) -> None:
+        if not self.depth:
+            self.parts.append(text)
+
+
+def visible_text(html: str) -> str:
+    parser = _VisibleText()
+    parser.feed(html)
+    return " ".join(parser.parts)
+
+
+def test_the_markup_finder_sees_what_a_reader_would():
+    page = '<p>US \\({glue:text}`b:,.0f` to US\\)</p><pre>{glue:text}`shown as code`</pre><code>{term}`x`</code>'
+    assert RAW_MARKUP.findall(visible_text(page)) == ["{glue:text}"]
+
+
+def test_no_raw_markup_reaches_a_reader(site):
+    found = {}
+    for page in pages(site):
+        text = visible_text(page.read_text(encoding="utf-8"))
+        hits = [text[max(0, m.start() - 40):m.end() + 30] for m in RAW_MARKUP.finditer(text)]
+        if hits:
+            found[page.relative_to(site).as_posix()] = hits[:3]
+    assert found == {}

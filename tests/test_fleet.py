@@ -29,23 +29,41 @@ def test_known_optimum_puts_the_scarce_chip_where_its_advantage_is_largest():
     assert fleet.assign(workloads, hardware, 0.0)["total_usd_per_hour"].iloc[0] == pytest.approx(20.0)
 
 
-def test_linear_programme_matches_a_brute_force_search():
+def test_the_programme_matches_a_brute_force_search():
     workloads, hardware = _toy()
     best = np.inf
-    # Split B's ten chips between the workloads in steps of 0.5 and fill the rest with A.
-    for b1 in np.arange(0, 10.5, 0.5):
-        for b2 in np.arange(0, 10.5 - b1, 0.5):
-            a1 = max(0.0, (100 - 20 * b1) / 10)
-            a2 = max(0.0, (400 - 40 * b2) / 10)
+    # Split B's ten chips between the workloads and fill the rest with whole A chips.
+    for b1 in range(11):
+        for b2 in range(11 - b1):
+            a1 = max(0, int(np.ceil((100 - 20 * b1) / 10)))
+            a2 = max(0, int(np.ceil((400 - 40 * b2) / 10)))
             best = min(best, a1 + a2 + b1 + b2)
     assert fleet.assign(workloads, hardware, 0.0)["total_usd_per_hour"].iloc[0] == pytest.approx(best)
 
 
-def test_every_workload_is_served():
+def test_every_workload_is_served_with_whole_chips():
     frame = fleet.scenario(0.5, 100.0, 0.08)
+    assert (frame["chips"] == frame["chips"].round()).all()
     served = frame.groupby("workload")["output_tokens_per_s"].sum()
-    assert served["chat"] == pytest.approx(fleet.TOTAL_OUTPUT_TOKENS_PER_S * 0.5, rel=1e-6)
-    assert served["agent"] == pytest.approx(fleet.TOTAL_OUTPUT_TOKENS_PER_S * 0.5, rel=1e-6)
+    # Whole chips overshoot the demand by less than the largest chip's capacity.
+    overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["chips"]).max(),
+                                                include_groups=False)
+    for workload in ("chat", "agent"):
+        demand = fleet.TOTAL_OUTPUT_TOKENS_PER_S * 0.5
+        assert demand <= served[workload] < demand + overshoot[workload]
+
+
+def test_integrality_changes_the_choice_of_chip():
+    # 15 tokens/s to serve. A: 10 per chip at US$1/h; B: 15 per chip at US$1.6/h. Fractions of a
+    # chip: 1.5 A for US$1.5 (A is cheaper per token). Whole chips: 2 A cost US$2, 1 B US$1.6.
+    workloads = [fleet.Workload("w", 1, 1, 0, 15.0)]
+    hardware = [fleet.Hardware("a", "A", 1.0, 0.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.6, 0.0, {"w": 15.0})]
+    whole = fleet.assign(workloads, hardware, 0.0).set_index("hardware")
+    assert whole["chips"].to_dict() == {"a": 0.0, "b": 1.0}
+    assert whole["total_usd_per_hour"].iloc[0] == pytest.approx(1.6)
+    relaxed = fleet.assign(workloads, hardware, 0.0, integral=False).set_index("hardware")
+    assert relaxed["chips"].to_dict() == pytest.approx({"a": 1.5, "b": 0.0})
+    assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(1.5)
 
 
 def test_only_jalapeno_rests_on_assumptions_and_says_so():

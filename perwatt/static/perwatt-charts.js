@@ -1,6 +1,9 @@
 // Draws every chart on the page from the Vega-Lite spec the build left beside it.
-// Loaded as a module after the vendored Vega bundle, which defines window.vegaEmbed.
+// Loaded as a deferred classic script after the vendored Vega bundle, which defines
+// window.vegaEmbed; classic, because browsers refuse module scripts on pages opened from disk.
 // Views are kept on window.perwatt so readers' tools and the browser tests can inspect them.
+(function () {
+"use strict";
 const registry = (window.perwatt = window.perwatt || { embeds: {} });
 
 async function drawChart(specElement) {
@@ -21,3 +24,4 @@ async function drawChart(specElement) {
 registry.ready = Promise.all(
   Array.from(document.querySelectorAll("script.perwatt-spec"), drawChart)
 );
+})();

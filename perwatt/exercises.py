@@ -1,0 +1,199 @@
+"""Every exercise's inputs and worked answers, computed from the model.
+
+One function per exercise, named after its label in the chapter. Each returns a dict of named
+numbers (and, where an answer is a choice, the chosen name): the chapters glue them into the
+exercise statements and the hidden solutions, and ``tests/test_exercises.py`` checks each
+against a value worked out by hand. No answer is typed into a chapter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perwatt import agents, benchmark, comparisons, data, figures, fleet, metrics, roofline, speculative
+
+
+def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
+    """gpt-oss-120b's ratio with Jalapeño charged ``jalapeno_power_w`` and the GPU its all-in watts."""
+    frame = figures.power_basis().frame(jalapeno_power_w=jalapeno_power_w,
+                                        baseline_basis="all_in_provisioned").set_index("model")
+    row = frame.loc["gpt-oss-120b"]
+    return {"w": jalapeno_power_w, "ratio": row["ratio"], "published": row["published_ratio"]}
+
+
+def per_watt_ex_convert(tps_per_kw: float = 20_000.0, price_usd_per_kwh: float = 0.10, pue: float = 1.2) -> dict:
+    """Energy per token, per output token (8k/1k mean lengths) and cost per million output tokens."""
+    drawn = comparisons.lengths("8k/1k")
+    j = metrics.joules_per_token(tps_per_kw)
+    j_out = metrics.per_output_token(j, drawn.isl_mean, drawn.osl_mean)
+    return {"tps": tps_per_kw, "price": price_usd_per_kwh, "pue": pue, "isl": drawn.isl_mean,
+            "osl": drawn.osl_mean, "j": j, "j_out": j_out,
+            "cost": metrics.energy_cost_per_million_tokens(j_out, price_usd_per_kwh, pue)}
+
+
+def per_watt_ex_per_chip() -> dict:
+    """Jalapeño's tokens/s per chip over its baseline's, both divided by chip ratings."""
+    implied = comparisons.implied_chip_throughput()
+    rated = implied[implied["basis"] == "chip_rated"].set_index(["model", "system"])["tokens_per_s"]
+    out = {}
+    for model, key in (("deepseek-r1", "dsr1"), ("kimi-k2.5", "kimi"), ("gpt-oss-120b", "gpt")):
+        per_model = rated.xs(model, level="model")
+        out[key] = per_model[comparisons.CANDIDATE] / per_model.drop(comparisons.CANDIDATE).iloc[0]
+    return out
+
+
+def tables_ex_rounding() -> dict:
+    """The unrounded GB300 DeepSeek R1 rates that round to the printed rate and give the printed ratio."""
+    checks = benchmark.ratio_checks(benchmark.book_results(), data.load("reported_ratios"))
+    row = checks.set_index(["model", "metric"]).loc[("deepseek-r1", "interactivity")]
+    half_ratio = 0.5 * 10.0 ** -int(row["decimals"])
+    half_rate = 0.5 * 10.0 ** -int(row["baseline_decimals"])
+    # Ratio = Jalapeño ÷ baseline rounds to the printed ratio when the baseline lies in this range...
+    by_ratio = (row["candidate_value"] / (row["reported_ratio"] + half_ratio),
+                row["candidate_value"] / (row["reported_ratio"] - half_ratio))
+    # ...and the baseline rounds to its printed figure in this one.
+    by_rate = (row["baseline_value"] - half_rate, row["baseline_value"] + half_rate)
+    return {"printed_base": row["baseline_value"], "printed_ratio": row["reported_ratio"],
+            "ratio_low": by_ratio[0], "ratio_high": by_ratio[1],
+            "low": max(by_ratio[0], by_rate[0]), "high": min(by_ratio[1], by_rate[1])}
+
+
+def tables_ex_osl() -> dict:
+    """The longest whole number of output tokens the GB200's gpt-oss-120b figures allow."""
+    audit = benchmark.latency_audit(benchmark.book_results(), comparisons.lengths().osl_mean)
+    row = audit.set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200")]
+    return {"latency": row["e2e_latency_s"], "rate": row["interactivity"], "max_osl": row["max_consistent_osl"]}
+
+
+def tables_ex_byon(new_latency_s: float = 2.60) -> dict:
+    """The GB200 gpt-oss-120b row's implied TTFT once its latency is edited to ``new_latency_s``."""
+    results = benchmark.book_results()
+    edited = results.copy()
+    mask = (edited["model"] == "gpt-oss-120b") & (edited["system"] == "gb200") & (edited["metric"] == "e2e_latency_s")
+    edited.loc[mask, "value"] = new_latency_s
+    osl = comparisons.lengths().osl_mean
+    row = benchmark.latency_audit(edited, osl).set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200")]
+    return {"latency": new_latency_s, "osl": osl, "ttft": row["implied_ttft_s"], "verdict": row["verdict"]}
+
+
+def prefill_ex_predict() -> dict:
+    """Decode intensity on a GB200: gpt-oss-120b at batch 1 and 2, DeepSeek R1 at batch 1, and why."""
+    def decode_intensity(model: str, batch: int) -> float:
+        points = roofline.roofline_points(model, "gb200", batch).set_index("point")
+        return float(points.loc["decode", "intensity"])
+
+    w = comparisons.workload("8k/1k")
+    context = float(w["isl_tokens"] + w["osl_tokens"] / 2)  # as roofline_points places decode
+    dsr1 = roofline.model_spec("deepseek-r1")
+    matmul = 2 * dsr1.active_params
+    attention = float(roofline.decode_flops(dsr1, 1, context)) - matmul
+    nbytes = float(roofline.decode_bytes(dsr1, 1, context))
+    return {"gpt_b1": decode_intensity("gpt-oss-120b", 1), "gpt_b2": decode_intensity("gpt-oss-120b", 2),
+            "dsr1_b1": decode_intensity("deepseek-r1", 1), "context": context,
+            "dsr1_matmul_gflop": matmul / 1e9, "dsr1_attention_gflop": attention / 1e9,
+            "dsr1_gb": nbytes / 1e9, "dsr1_matmul_only": matmul / nbytes}
+
+
+def prefill_ex_kimi() -> dict:
+    """GB300s in one Kimi K2.5 instance at batch 1 on 8k/1k, and the per-user rate it reaches."""
+    row = roofline.frontier("kimi-k2.5", "gb300").set_index("batch").loc[1]
+    return {"chips": row["chips"], "rate": row["tokens_per_s_per_user"]}
+
+
+def prefill_ex_calibrate(step: float = 0.01) -> dict:
+    """The bandwidth efficiency, in steps of ``step``, that brings the mean validation error nearest zero."""
+    efficiencies = np.round(np.arange(0.40, 0.90 + step / 2, step), 2)
+    errors = np.array([roofline.validation(roofline.Assumptions(bandwidth_efficiency=e))["error_pct"].mean()
+                       for e in efficiencies])
+    best = int(np.argmin(np.abs(errors)))
+    return {"eff": efficiencies[best], "err": errors[best]}
+
+
+def spec_ex_best(alpha: float = 0.8, cheap: float = 0.05, costly: float = 0.4) -> dict:
+    """Best draft length at a cheap and a costly draft."""
+    return {"alpha": alpha, "c_lo": cheap, "c_hi": costly,
+            "best_lo": int(speculative.best_gamma(alpha, cheap)), "best_hi": int(speculative.best_gamma(alpha, costly))}
+
+
+def spec_ex_ceiling(alpha: float = 0.6, within: float = 0.95) -> dict:
+    """The most tokens per pass at ``alpha``, and the shortest draft reaching ``within`` of it."""
+    limit = 1 / (1 - alpha)
+    gamma = next(g for g in range(1, 200) if float(speculative.expected_tokens(alpha, g)) >= within * limit)
+    return {"alpha": alpha, "limit": limit, "gamma": gamma, "within_pct": within * 100}
+
+
+def spec_ex_crossover(high_alpha: float = 0.9, high_c: float = 0.3) -> dict:
+    """Where speculation stops paying: at the defaults, with better drafts, and with costlier ones."""
+    figure = figures.speculation_batch()
+    base = float(figure.frame()["crossover_batch"].iloc[0])
+    alpha = float(figure.frame(alpha=high_alpha)["crossover_batch"].iloc[0])
+    costly = float(figure.frame(c=high_c)["crossover_batch"].iloc[0])
+    defaults = figure.defaults()
+    alpha_moves, c_moves = alpha - base, base - costly
+    return {"base": base, "alpha": alpha, "c": costly, "alpha_from": defaults["alpha"], "alpha_to": high_alpha,
+            "c_from": defaults["c"], "c_to": high_c, "alpha_moves": alpha_moves, "c_moves": c_moves,
+            "winner": "The acceptance rate" if alpha_moves > c_moves else "The draft cost"}
+
+
+def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
+    """How far each system's task latency falls when the prefix-cache hit rate rises from cold to warm."""
+    d = figures.agent_task().defaults()
+
+    def latency(hit: float):
+        return agents.task_comparison(figures.AGENT_MODEL, d["steps"], d["context_growth"], hit,
+                                      d["tool_s"]).set_index("system")["latency_s"]
+
+    drop = latency(cold) - latency(warm)
+    return {"cold": cold, "warm": warm, "drop_jal": drop["jalapeno"], "drop_base": drop["gb300"]}
+
+
+def agents_ex_minute(output_tokens: int = 1024, gap_s: float = 60.0) -> dict:
+    """Calls a DeepSeek R1 task needs before the decode-time gap passes ``gap_s``."""
+    p = agents.profiles(figures.AGENT_MODEL)
+    per_call = output_tokens * (p["gb300"].tpot_s - p["jalapeno"].tpot_s)
+    return {"output_tokens": output_tokens, "gap_s": gap_s, "per_call": per_call,
+            "calls": int(np.floor(gap_s / per_call)) + 1}
+
+
+def agents_ex_tail(p99_limit_s: float = 2.0, caps: tuple[int, int] = (1, 16)) -> dict:
+    """The highest arrival rate on the figure's grid with p99 under the limit, for two batch caps."""
+    idle = comparisons.assumption("idle_power_fraction")
+    out = {"limit": p99_limit_s, "cap_lo": caps[0], "cap_hi": caps[1]}
+    for key, cap in (("rate_lo", caps[0]), ("rate_hi", caps[1])):
+        curve = figures.serving_load_frame(cap, 4.0, idle)
+        out[key] = float(curve.loc[curve["p99_s"] < p99_limit_s, "rate_rps"].max())
+    return out
+
+
+def fleet_ex_mix() -> dict:
+    """The cheapest plan when all output is agent calls, against an even split."""
+    everything = fleet.scenario(1.0, 100.0, 0.08)
+    even = fleet.scenario(0.5, 100.0, 0.08)
+    return {"chat_chips": everything.query("workload == 'chat'")["chips"].sum(),
+            "total_chips": everything["chips"].sum(), "base_chips": even["chips"].sum()}
+
+
+def fleet_ex_parity() -> dict:
+    """The plan with Jalapeño at parity per watt with GB200, and why: cost per million output tokens."""
+    plan = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0))
+    workloads = fleet.scenario_workloads(0.5, 100.0)
+    hardware = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
+    hardware["jalapeno"] = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0))
+    agent = workloads[1]
+
+    def usd_per_million(name: str) -> float:
+        h = hardware[name]
+        return fleet.hourly_cost(h, 0.08, 1.2) / (h.capacity[agent.name] * 3600 / 1e6)
+
+    relaxed = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0), integral=False)
+    return {"jal": plan.query("hardware == 'jalapeno'")["chips"].sum(), "total": plan["total_usd_per_hour"].iloc[0],
+            "jal_relaxed": relaxed.query("hardware == 'jalapeno'")["chips"].sum(),
+            "jal_cost": usd_per_million("jalapeno"), "b200_cost": usd_per_million("b200"),
+            "gb200_cost": usd_per_million("gb200")}
+
+
+def fleet_ex_supply(supply: float = 100_000) -> dict:
+    """NVIDIA GPUs left in the plan when Jalapeño's supply is effectively unlimited."""
+    plan = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(supply_chips=supply))
+    return {"supply": supply, "nv": plan.query("hardware != 'jalapeno'")["chips"].sum(),
+            "total": plan["total_usd_per_hour"].iloc[0]}

@@ -1,0 +1,165 @@
+"""Every exercise's answer, worked out by hand from the published figures and checked against
+:mod:`perwatt.exercises` (the chapters glue their answers from it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perwatt import agents, benchmark, exercises, figures, roofline, speculative
+
+
+def test_per_watt_predict():
+    # Ratings premise: Jalapeño served 85,448 × 0.7 tokens/s, now charged 1 kW; the GB200 served
+    # 44,960 × 1.2 tokens/s, now charged its all-in 2.1 kW.
+    answers = exercises.per_watt_ex_predict()
+    assert answers["ratio"] == pytest.approx((85448 * 0.7 / 1.0) / (44960 * 1.2 / 2.1), rel=1e-12)
+    assert answers["published"] == 1.9
+
+
+def test_per_watt_convert():
+    # 1000 / 20,000 = 0.05 J; × (7372.5 + 921.5) / 921.5 per output token; kWh = J / 3.6e6, × PUE × price.
+    answers = exercises.per_watt_ex_convert()
+    assert answers["j"] == pytest.approx(0.05)
+    j_out = 0.05 * 8294 / 921.5
+    assert answers["j_out"] == pytest.approx(j_out, rel=1e-12)
+    assert answers["cost"] == pytest.approx(j_out * 1e6 / 3.6e6 * 1.2 * 0.10, rel=1e-12)
+
+
+def test_per_watt_per_chip():
+    answers = exercises.per_watt_ex_per_chip()
+    assert answers["dsr1"] == pytest.approx(19641 * 700 / (11781 * 1400), rel=1e-12)
+    assert answers["kimi"] == pytest.approx(18195 * 700 / (11862 * 1400), rel=1e-12)
+    assert answers["gpt"] == pytest.approx(85448 * 700 / (44960 * 1200), rel=1e-12)
+    assert answers["dsr1"] < 1 and answers["kimi"] < 1 < answers["gpt"]
+
+
+def test_tables_rounding():
+    # 12,258 / 104.35 = 117.470 and 12,258 / 104.25 = 117.583; a rate printed as 118 is at least 117.5.
+    answers = exercises.tables_ex_rounding()
+    assert answers["ratio_low"] == pytest.approx(12258 / 104.35, rel=1e-12)
+    assert answers["ratio_high"] == pytest.approx(12258 / 104.25, rel=1e-12)
+    assert answers["low"] == 117.5
+    assert answers["high"] == pytest.approx(117.5827, abs=1e-4)
+
+
+def test_tables_osl():
+    assert exercises.tables_ex_osl()["max_osl"] == 768  # floor(1.80 × 427) = floor(768.6)
+
+
+def test_tables_byon():
+    # 2.60 s − (921.5 − 1) / 427 tokens/s.
+    answers = exercises.tables_ex_byon()
+    assert answers["ttft"] == pytest.approx(2.60 - 920.5 / 427, rel=1e-12)
+    assert answers["verdict"] == "possible"
+
+
+def test_prefill_predict():
+    # DeepSeek R1 at batch 1 over 8,192 + 1,024 / 2 tokens of context: absorbed MLA attention is
+    # 61 layers × 2 × 128 heads × (2 × 512 + 64) × 8,704 FLOPs; matmuls 2 × 37e9; bytes 37e9 of FP8
+    # weights plus 61 × 576 × 2 bytes × 8,704 of KV cache.
+    answers = exercises.prefill_ex_predict()
+    attention = 61 * 2 * 128 * (2 * 512 + 64) * 8704
+    nbytes = 37e9 + 61 * 576 * 2 * 8704
+    assert answers["dsr1_attention_gflop"] == pytest.approx(attention / 1e9, rel=1e-12)
+    assert answers["dsr1_b1"] == pytest.approx((74e9 + attention) / nbytes, rel=1e-12)
+    assert answers["dsr1_matmul_only"] == pytest.approx(74e9 / nbytes, rel=1e-12)
+    assert answers["gpt_b1"] < answers["gpt_b2"] < answers["dsr1_b1"]
+
+
+def test_prefill_kimi():
+    # Kimi K2.5: 968B expert parameters over 376 inactive experts' worth give 2.5745B per expert;
+    # shared 32B − 8 × that. Weights: shared at 2 bytes, 384 experts at 4.5 bits; KV of 9,216 tokens.
+    per_expert = (1000 - 32) / (384 - 8) * 1e9
+    shared = 32e9 - 8 * per_expert
+    weights = shared * 2 + per_expert * 384 * 4.5 / 8
+    need = weights + 61 * 576 * 2 * 9216
+    chips = np.ceil(need / (288e9 * 0.9))
+    # One decode step reads shared weights, 8 experts and 8,704 tokens of KV cache at 80 % of 8 TB/s per chip.
+    step = (shared * 2 + 8 * per_expert * 4.5 / 8 + 61 * 576 * 2 * 8704) / (8e12 * 0.8 * chips)
+    answers = exercises.prefill_ex_kimi()
+    assert answers["chips"] == chips == 3
+    assert answers["rate"] == pytest.approx(1 / step, rel=1e-3)  # compute time is under 1 % of the step
+
+
+def test_prefill_calibrate():
+    # Memory-bound at batch 1, the model's time scales as 1 / efficiency: the mean error is zero
+    # at 0.8 × the mean of modelled ÷ measured at the default 0.8.
+    table = roofline.validation()
+    exact = 0.8 * float((table["modelled_tpot_ms"] / table["measured_tpot_ms"]).mean())
+    answers = exercises.prefill_ex_calibrate()
+    assert abs(answers["eff"] - exact) <= 0.005 + 1e-9
+    assert abs(answers["err"]) < 1.0
+
+
+def test_spec_best():
+    # Speed-up (1 − α^(γ+1)) / ((1 − α)(γc + 1)) at α = 0.8: for c = 0.4, γ = 1, 2, 3 give 1.286, 1.356,
+    # 1.342; for c = 0.05, γ = 7, 8, 9 give 3.082, 3.092, 3.078.
+    answers = exercises.spec_ex_best()
+    assert (answers["best_lo"], answers["best_hi"]) == (8, 2)
+
+
+def test_spec_ceiling():
+    # 1 / (1 − 0.6) = 2.5; 0.6^(γ+1) ≤ 0.05 first holds at γ + 1 = 6.
+    answers = exercises.spec_ex_ceiling()
+    assert answers["limit"] == pytest.approx(2.5)
+    assert answers["gamma"] == 5
+
+
+def test_spec_crossover_is_where_the_speedup_first_stops_paying():
+    answers = exercises.spec_ex_crossover()
+    d = figures.speculation_batch().defaults()
+    for key, alpha, c in (("base", d["alpha"], d["c"]), ("alpha", answers["alpha_to"], d["c"]),
+                          ("c", d["alpha"], answers["c_to"])):
+        batch = answers[key]
+        gain = speculative.batch_speedup(figures.SPEC_MODEL, figures.SPEC_ACCELERATOR, alpha, int(d["gamma"]), c,
+                                         np.array([batch - 1, batch]), float(d["context"]))["speedup"]
+        assert gain[0] > 1 >= gain[1], key
+    assert answers["alpha"] > answers["base"] > answers["c"]
+    assert answers["winner"] == ("The acceptance rate" if answers["alpha_moves"] > answers["c_moves"] else "The draft cost")
+
+
+def test_agents_cache():
+    # Ten calls, 7,372.5 tokens first and 1,000 more each: 10 × 7,372.5 + 1,000 × 45 prompt tokens;
+    # raising the hit rate from 0 to 0.9 skips 90 % of them, each costing the system's prefill time.
+    answers = exercises.agents_ex_cache()
+    skipped = (10 * 7372.5 + 1000 * 45) * 0.9
+    jalapeno_prefill = (1.65 - 920.5 / 12258) / 7372.5  # what the reported latency leaves, per prompt token
+    assert answers["drop_jal"] == pytest.approx(skipped * jalapeno_prefill, rel=1e-9)
+    assert answers["drop_base"] == pytest.approx(skipped * agents.profiles("deepseek-r1")["gb300"].prefill_s_per_token,
+                                                 rel=1e-9)
+
+
+def test_agents_minute():
+    # 1,024 × (1/118 − 1/12,258) = 8.594 s per call; 7 calls is the first count past 60 s.
+    answers = exercises.agents_ex_minute()
+    assert answers["per_call"] == pytest.approx(1024 * (1 / 118 - 1 / 12258), rel=1e-12)
+    assert answers["calls"] == 7
+
+
+def test_agents_tail_is_the_last_rate_under_the_limit():
+    answers = exercises.agents_ex_tail()
+    for cap, rate in ((answers["cap_lo"], answers["rate_lo"]), (answers["cap_hi"], answers["rate_hi"])):
+        curve = figures.serving_load_frame(cap, 4.0, 0.2).set_index("rate_rps")["p99_s"]
+        assert curve[rate] < answers["limit"]
+        assert (curve[curve.index > rate] >= answers["limit"]).all()
+    assert answers["rate_lo"] < answers["rate_hi"]
+
+
+def test_fleet_answers_hang_together():
+    mix = exercises.fleet_ex_mix()
+    assert mix["chat_chips"] == 0 and mix["total_chips"] > mix["base_chips"]
+    parity = exercises.fleet_ex_parity()
+    # Same price per watt and the same tokens per watt as a GB200: the same cost per token.
+    assert parity["jal_cost"] == pytest.approx(parity["gb200_cost"], rel=1e-12)
+    assert parity["b200_cost"] < parity["jal_cost"]
+    assert parity["jal_relaxed"] == 0
+    supply = exercises.fleet_ex_supply()
+    assert supply["nv"] == 0
+
+
+def test_the_audit_answer_agrees_with_the_audit():
+    audit = benchmark.latency_audit(benchmark.book_results(), 768).set_index(["model", "system"])
+    assert audit.loc[("gpt-oss-120b", "gb200"), "consistent"]
+    audit = benchmark.latency_audit(benchmark.book_results(), 769).set_index(["model", "system"])
+    assert not audit.loc[("gpt-oss-120b", "gb200"), "consistent"]
