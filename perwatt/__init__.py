@@ -1,14 +1,29 @@
 """Per Watt: the model behind the book.
 
-* :mod:`perwatt.metrics`: per-watt formulas (tokens/s/kW, J/token, kWh and cost per million tokens).
-* :mod:`perwatt.data`: validated loaders for ``data/``.
-* :mod:`perwatt.comparisons`: the articles' figures joined with the model.
-* :mod:`perwatt.figures`: interactive figures; :mod:`perwatt.interactive` their machinery.
-* :mod:`perwatt.render`: chart rendering for the static site and live kernels.
-* :mod:`perwatt.sphinxext`: the Sphinx extension that keeps the built site offline.
-"""
+Layers, each importing only those below it (import-linter checks this; see pyproject.toml):
 
-from perwatt.render import glue, setup
+* views: :mod:`perwatt.figures` (one module per chapter), :mod:`perwatt.tables`,
+  :mod:`perwatt.exercises`, over :mod:`perwatt.interactive` and :mod:`perwatt.render`;
+* the chapters' models: :mod:`perwatt.accounting` (per-watt), :mod:`perwatt.benchmark` (the
+  table audit), :mod:`perwatt.roofline` and :mod:`perwatt.serving` (prefill and decode),
+  :mod:`perwatt.speculative`, :mod:`perwatt.agents` and :mod:`perwatt.load`, :mod:`perwatt.fleet`;
+* the shared layers: :mod:`perwatt.catalog` (named things and scenario defaults),
+  :mod:`perwatt.metrics` (per-watt formulas) and :mod:`perwatt.data` (validated loaders).
+
+Tools: :mod:`perwatt.workshop` (``python -m perwatt``), :mod:`perwatt.sphinxext` (the build),
+:mod:`perwatt.devtools` (shared by tests and benchmark scripts).
+
+Importing the package imports nothing heavy: ``perwatt.setup`` and ``perwatt.glue`` load the
+rendering layer (Altair) on first use, so the setup check can run where Altair is missing.
+"""
 
 __all__ = ["glue", "setup"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from perwatt import render
+
+        return getattr(render, name)
+    raise AttributeError(f"module 'perwatt' has no attribute {name!r}")

@@ -15,9 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perwatt import comparisons, data, metrics
-
-CANDIDATE = comparisons.CANDIDATE
+from perwatt import catalog, data, metrics
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def advantage(candidate: pd.Series | float, baseline: pd.Series | float, metric:
     return metrics.ratio(baseline, candidate)
 
 
-def paired(results: pd.DataFrame, candidate: str = CANDIDATE) -> pd.DataFrame:
+def paired(results: pd.DataFrame, candidate: str = catalog.CANDIDATE) -> pd.DataFrame:
     """One row per model and metric: the candidate's value beside its baseline's.
 
     Raises ValueError naming the model when a model lacks the candidate, has no baseline,
@@ -86,7 +84,7 @@ def _round_half_up(value: float, decimals: int) -> float:
     return math.floor(value * scale + 0.5 + 1e-9) / scale
 
 
-def ratio_checks(results: pd.DataFrame, reported: pd.DataFrame, candidate: str = CANDIDATE) -> pd.DataFrame:
+def ratio_checks(results: pd.DataFrame, reported: pd.DataFrame, candidate: str = catalog.CANDIDATE) -> pd.DataFrame:
     """Recompute every ratio from the raw figures and check it against the printed "≈" ratio.
 
     ``verdict`` is ``"matches"`` when the recomputed ratio rounds to the printed one;
@@ -131,22 +129,13 @@ def ratio_checks(results: pd.DataFrame, reported: pd.DataFrame, candidate: str =
     return out
 
 
-def _wide(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per model and system, in the order the file lists them, one column per metric."""
-    order = list(dict.fromkeys(zip(results["model"], results["system"])))
-    wide = results.pivot(index=["model", "system"], columns="metric", values="value").reindex(order)
-    wide = wide.reset_index()
-    wide.columns.name = None
-    return wide
-
-
 def per_user(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     """What each tokens/s/user figure implies: time per output token and decode time.
 
     Interactivity is 1000 ÷ TPOT in ms (InferenceX's definition), so TPOT = 1000 ÷ rate ms
     and generating ``osl_tokens`` takes ``osl_tokens`` ÷ rate seconds.
     """
-    wide = _wide(results)
+    wide = catalog.wide(results)
     rate = wide["interactivity"]
     metrics._positive("interactivity", rate)
     metrics._positive("osl_tokens", osl_tokens)
@@ -195,22 +184,27 @@ def latency_audit(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     return wide
 
 
-def users_per_chip(results: pd.DataFrame, power_w: pd.Series, isl_tokens: float, osl_tokens: float) -> pd.DataFrame:
+def users_per_chip(results: pd.DataFrame, power_w: pd.Series, isl_tokens: float, osl_tokens: float,
+                   counted: str = "all") -> pd.DataFrame:
     """Concurrent users per chip if throughput and tokens/s/user came from one operating point.
 
-    Output tokens/s per chip (the mixed tokens/s/kW × the watts it was divided by × the output
-    share of tokens, reading "mixed" as input plus output) ÷ tokens/s per user. ``isl_tokens``
-    and ``osl_tokens`` are mean lengths per request. ``power_w`` maps system → watts; rows whose
-    system has no known power are dropped, not estimated.
+    Output tokens/s per chip (the tokens/s/kW × the watts it was divided by, times the output
+    share of the tokens it counts) ÷ tokens/s per user. ``counted="all"`` reads the per-kW figure
+    as input plus output tokens (the book's reading of "mixed"), so the output share is
+    ``osl ÷ (isl + osl)`` at mean lengths ``isl_tokens`` and ``osl_tokens``; ``counted="output"``
+    reads it as output tokens only. ``power_w`` maps system → watts; rows whose system has no
+    known power are dropped, not estimated.
     """
-    wide = _wide(results)
-    wide["power_w"] = wide["system"].map(power_w)
-    wide = wide[wide["power_w"].notna()].reset_index(drop=True)
-    share = metrics.output_token_fraction(isl_tokens, osl_tokens)
-    wide["chip_tokens_per_s"] = metrics.chip_throughput(wide["tps_per_kw"], wide["power_w"])
-    wide["chip_output_tokens_per_s"] = wide["chip_tokens_per_s"] * share
-    wide["users_per_chip"] = wide["chip_output_tokens_per_s"] / wide["interactivity"]
-    return wide
+    if counted not in ("all", "output"):
+        raise ValueError(f"counted must be 'all' or 'output', got {counted!r}")
+    table = catalog.wide(results)
+    table["power_w"] = table["system"].map(power_w)
+    table = table[table["power_w"].notna()].reset_index(drop=True)
+    share = metrics.output_token_fraction(isl_tokens, osl_tokens) if counted == "all" else 1.0
+    table["chip_tokens_per_s"] = metrics.chip_throughput(table["tps_per_kw"], table["power_w"])
+    table["chip_output_tokens_per_s"] = table["chip_tokens_per_s"] * share
+    table["users_per_chip"] = table["chip_output_tokens_per_s"] / table["interactivity"]
+    return table
 
 
 def derived(results: pd.DataFrame, isl_tokens: float, osl_tokens: float) -> pd.DataFrame:
@@ -289,7 +283,7 @@ class Report:
     audit: pd.DataFrame
 
 
-def analyze(path: str | Path, *, candidate: str, workload: str = "8k/1k", isl_tokens: float | None = None,
+def analyze(path: str | Path, *, candidate: str, workload: str | None = None, isl_tokens: float | None = None,
             osl_tokens: float | None = None, reported: str | Path | None = None) -> Report:
     """Bring your own numbers: the chapter's tables and audit flags for a reader's CSV.
 
@@ -297,12 +291,12 @@ def analyze(path: str | Path, *, candidate: str, workload: str = "8k/1k", isl_to
     metric, value, decimals, source_id, note), validated against the same schema, except
     that models, systems and sources may be the reader's own. ``candidate`` names the system
     being compared; each model needs exactly one other system. Token lengths are the mean
-    lengths ``workload`` draws (see :func:`perwatt.comparisons.lengths`) unless ``isl_tokens``
-    or ``osl_tokens`` give them. ``reported`` optionally names a CSV of printed ratios with the
+    lengths ``workload`` draws (the articles' 8k/1k unless named; see :func:`perwatt.catalog.lengths`)
+    unless ``isl_tokens`` or ``osl_tokens`` give them. ``reported`` optionally names a CSV of printed ratios with the
     columns of ``data/reported_ratios.csv``. A bad file raises :class:`perwatt.data.DataError`
     naming the file, row and column.
     """
-    drawn = comparisons.lengths(workload)
+    drawn = catalog.lengths(workload)
     isl_tokens = drawn.isl_mean if isl_tokens is None else isl_tokens
     osl_tokens = drawn.osl_mean if osl_tokens is None else osl_tokens
     results = data.validate_file(path, "benchmark_results", check_foreign_keys=False)

@@ -10,15 +10,19 @@ its row's note says why.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
+
+F = TypeVar("F", bound=Callable)
 
 #: Where the data lives unless ``PERWATT_DATA`` points elsewhere.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -184,7 +188,33 @@ def _check_foreign_keys(name: str, frame: pd.DataFrame, all_resources: dict[str,
                 )
 
 
-@cache
+#: Every cache :func:`cached` made, so that :func:`clear_cache` reaches them without importing
+#: the modules above this one.
+_CACHES: list = []
+
+
+def cached(function: F) -> F:
+    """Remember ``function``'s results per data folder (``PERWATT_DATA``) and arguments.
+
+    Keying on the folder means a reader who points ``PERWATT_DATA`` elsewhere never gets answers
+    computed from the old files; :func:`clear_cache` forgets every such cache at once. A
+    DataFrame result is copied on the way out, so callers may change what they get.
+    """
+    @functools.cache
+    def by_folder(directory: str, *args, **kwargs):
+        return function(*args, **kwargs)
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        result = by_folder(str(data_dir().resolve()), *args, **kwargs)
+        return result.copy() if isinstance(result, pd.DataFrame) else result
+
+    _CACHES.append(by_folder)
+    wrapper.cache_clear = by_folder.cache_clear
+    return wrapper
+
+
+@functools.cache
 def _load_cached(name: str, directory: str) -> pd.DataFrame:
     all_resources = resources(Path(directory))
     if name not in all_resources:
@@ -213,13 +243,15 @@ def _check_rules(name: str, frame: pd.DataFrame, resource: Resource) -> None:
             if not math.isnan(low) and low > high:
                 raise DataError(f"{resource.path}, row {row_number}, column 'low': {low} is above high {high}")
     if name == "workloads":
-        low_high = zip(frame["input_min_fraction"], frame["input_max_fraction"])
-        for row_number, (low, high) in enumerate(low_high, start=1):
-            if low > high:
-                raise DataError(
-                    f"{resource.path}, row {row_number}, column 'input_min_fraction': "
-                    f"{low} is above input_max_fraction {high}"
-                )
+        for side in ("input", "output"):
+            low_high = zip(frame[f"{side}_min_fraction"], frame[f"{side}_max_fraction"])
+            for row_number, (low, high) in enumerate(low_high, start=1):
+                if low > high:
+                    raise DataError(f"{resource.path}, row {row_number}, column '{side}_min_fraction': "
+                                    f"{low} is above {side}_max_fraction {high}")
+        if int(frame["behind_table"].sum()) != 1:
+            raise DataError(f"{resource.path}, column 'behind_table': exactly one workload must be marked true, "
+                            f"found {int(frame['behind_table'].sum())}")
 
 
 def validate_file(path: str | Path, name: str, *, check_foreign_keys: bool = True) -> pd.DataFrame:
@@ -250,19 +282,10 @@ def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
 
 
 def clear_cache() -> None:
-    """Forget loaded files and the tables built from them (after editing data in a live session)."""
+    """Forget loaded files and everything computed from them (after editing data in a live session)."""
     _load_cached.cache_clear()
-    from perwatt import agents, comparisons, fleet, roofline
-
-    for cached in (comparisons._results, comparisons._pairs, comparisons._power_lookup,
-                   roofline.model_spec, roofline.chip, agents.profiles, fleet._capacity):
-        cached.cache_clear()
-
-
-def source_title(source_id: str) -> str:
-    """The title the book cites a source by."""
-    sources = load("sources").set_index("source_id")
-    return str(sources.loc[source_id, "title"])
+    for forget in _CACHES:
+        forget.cache_clear()
 
 
 def dictionary(directory: Path | str | None = None) -> pd.DataFrame:

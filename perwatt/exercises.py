@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perwatt import agents, benchmark, comparisons, data, figures, fleet, metrics, roofline, speculative
+from perwatt import accounting, agents, benchmark, catalog, data, figures, fleet, metrics, roofline, serving, speculative
 
 
 def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
@@ -22,8 +22,8 @@ def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
 
 
 def per_watt_ex_convert(tps_per_kw: float = 20_000.0, price_usd_per_kwh: float = 0.10, pue: float = 1.2) -> dict:
-    """Energy per token, per output token (8k/1k mean lengths) and cost per million output tokens."""
-    drawn = comparisons.lengths("8k/1k")
+    """Energy per token, per output token (the table workload's mean lengths) and cost per million output tokens."""
+    drawn = catalog.lengths()
     j = metrics.joules_per_token(tps_per_kw)
     j_out = metrics.per_output_token(j, drawn.isl_mean, drawn.osl_mean)
     return {"tps": tps_per_kw, "price": price_usd_per_kwh, "pue": pue, "isl": drawn.isl_mean,
@@ -33,12 +33,12 @@ def per_watt_ex_convert(tps_per_kw: float = 20_000.0, price_usd_per_kwh: float =
 
 def per_watt_ex_per_chip() -> dict:
     """Jalapeño's tokens/s per chip over its baseline's, both divided by chip ratings."""
-    implied = comparisons.implied_chip_throughput()
+    implied = accounting.implied_chip_throughput()
     rated = implied[implied["basis"] == "chip_rated"].set_index(["model", "system"])["tokens_per_s"]
     out = {}
     for model, key in (("deepseek-r1", "dsr1"), ("kimi-k2.5", "kimi"), ("gpt-oss-120b", "gpt")):
         per_model = rated.xs(model, level="model")
-        out[key] = per_model[comparisons.CANDIDATE] / per_model.drop(comparisons.CANDIDATE).iloc[0]
+        out[key] = per_model[catalog.CANDIDATE] / per_model.drop(catalog.CANDIDATE).iloc[0]
     return out
 
 
@@ -60,7 +60,7 @@ def tables_ex_rounding() -> dict:
 
 def tables_ex_osl() -> dict:
     """The longest whole number of output tokens the GB200's gpt-oss-120b figures allow."""
-    audit = benchmark.latency_audit(benchmark.book_results(), comparisons.lengths().osl_mean)
+    audit = benchmark.latency_audit(benchmark.book_results(), catalog.lengths().osl_mean)
     row = audit.set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200")]
     return {"latency": row["e2e_latency_s"], "rate": row["interactivity"], "max_osl": row["max_consistent_osl"]}
 
@@ -71,7 +71,7 @@ def tables_ex_byon(new_latency_s: float = 2.60) -> dict:
     edited = results.copy()
     mask = (edited["model"] == "gpt-oss-120b") & (edited["system"] == "gb200") & (edited["metric"] == "e2e_latency_s")
     edited.loc[mask, "value"] = new_latency_s
-    osl = comparisons.lengths().osl_mean
+    osl = catalog.lengths().osl_mean
     row = benchmark.latency_audit(edited, osl).set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200")]
     return {"latency": new_latency_s, "osl": osl, "ttft": row["implied_ttft_s"], "verdict": row["verdict"]}
 
@@ -82,7 +82,7 @@ def prefill_ex_predict() -> dict:
         points = roofline.roofline_points(model, "gb200", batch).set_index("point")
         return float(points.loc["decode", "intensity"])
 
-    w = comparisons.workload("8k/1k")
+    w = catalog.workload()
     context = float(w["isl_tokens"] + w["osl_tokens"] / 2)  # as roofline_points places decode
     dsr1 = roofline.model_spec("deepseek-r1")
     matmul = 2 * dsr1.active_params
@@ -95,15 +95,15 @@ def prefill_ex_predict() -> dict:
 
 
 def prefill_ex_kimi() -> dict:
-    """GB300s in one Kimi K2.5 instance at batch 1 on 8k/1k, and the per-user rate it reaches."""
-    row = roofline.frontier("kimi-k2.5", "gb300").set_index("batch").loc[1]
+    """GB300s in one Kimi K2.5 instance at batch 1 on the table's workload, and the per-user rate it reaches."""
+    row = serving.frontier("kimi-k2.5", "gb300").set_index("batch").loc[1]
     return {"chips": row["chips"], "rate": row["tokens_per_s_per_user"]}
 
 
 def prefill_ex_calibrate(step: float = 0.01) -> dict:
     """The bandwidth efficiency, in steps of ``step``, that brings the mean validation error nearest zero."""
     efficiencies = np.round(np.arange(0.40, 0.90 + step / 2, step), 2)
-    errors = np.array([roofline.validation(roofline.Assumptions(bandwidth_efficiency=e))["error_pct"].mean()
+    errors = np.array([serving.validation(roofline.Assumptions(bandwidth_efficiency=e))["error_pct"].mean()
                        for e in efficiencies])
     best = int(np.argmin(np.abs(errors)))
     return {"eff": efficiencies[best], "err": errors[best]}
@@ -157,43 +157,53 @@ def agents_ex_minute(output_tokens: int = 1024, gap_s: float = 60.0) -> dict:
 
 def agents_ex_tail(p99_limit_s: float = 2.0, caps: tuple[int, int] = (1, 16)) -> dict:
     """The highest arrival rate on the figure's grid with p99 under the limit, for two batch caps."""
-    idle = comparisons.assumption("idle_power_fraction")
+    idle = catalog.assumption("idle_power_fraction")
     out = {"limit": p99_limit_s, "cap_lo": caps[0], "cap_hi": caps[1]}
     for key, cap in (("rate_lo", caps[0]), ("rate_hi", caps[1])):
-        curve = figures.serving_load_frame(cap, 4.0, idle)
+        curve = figures.serving_load_frame(cap, figures.serving_load().defaults()["arrival_rate"], idle)
         out[key] = float(curve.loc[curve["p99_s"] < p99_limit_s, "rate_rps"].max())
     return out
 
 
+def _fleet_defaults() -> tuple[float, float, float]:
+    """The fleet figure's starting mix, agent target and electricity price."""
+    d = figures.fleet().defaults()
+    return d["agent_share"], float(d["agent_min_rate"]), d["price_usd_per_kwh"]
+
+
 def fleet_ex_mix() -> dict:
-    """The cheapest plan when all output is agent calls, against an even split."""
-    everything = fleet.scenario(1.0, 100.0, 0.08)
-    even = fleet.scenario(0.5, 100.0, 0.08)
+    """The cheapest plan when all output is agent calls, against the figure's starting mix."""
+    share, target, price = _fleet_defaults()
+    everything = fleet.scenario(1.0, target, price)
+    even = fleet.scenario(share, target, price)
     return {"chat_chips": everything.query("workload == 'chat'")["chips"].sum(),
             "total_chips": everything["chips"].sum(), "base_chips": even["chips"].sum()}
 
 
 def fleet_ex_parity() -> dict:
     """The plan with Jalapeño at parity per watt with GB200, and why: cost per million output tokens."""
-    plan = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0))
-    workloads = fleet.scenario_workloads(0.5, 100.0)
+    share, target, price = _fleet_defaults()
+    parity = fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0)
+    plan = fleet.scenario(share, target, price, parity)
+    relaxed = fleet.scenario(share, target, price, parity, integral=False)
+    workloads = fleet.scenario_workloads(share, target)
     hardware = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
-    hardware["jalapeno"] = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0))
+    hardware[catalog.CANDIDATE] = fleet.jalapeno_profile(fleet.MODEL, workloads, parity)
     agent = workloads[1]
 
     def usd_per_million(name: str) -> float:
         h = hardware[name]
-        return fleet.hourly_cost(h, 0.08, 1.2) / (h.capacity[agent.name] * 3600 / 1e6)
+        return fleet.hourly_cost(h, price, catalog.facility_pue()) / (h.capacity[agent.name] * 3600 / 1e6)
 
-    relaxed = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0), integral=False)
     return {"jal": plan.query("hardware == 'jalapeno'")["chips"].sum(), "total": plan["total_usd_per_hour"].iloc[0],
             "jal_relaxed": relaxed.query("hardware == 'jalapeno'")["chips"].sum(),
-            "jal_cost": usd_per_million("jalapeno"), "b200_cost": usd_per_million("b200"),
+            "jal_cost": usd_per_million(catalog.CANDIDATE), "b200_cost": usd_per_million("b200"),
             "gb200_cost": usd_per_million("gb200")}
 
 
 def fleet_ex_supply(supply: float = 100_000) -> dict:
     """NVIDIA GPUs left in the plan when Jalapeño's supply is effectively unlimited."""
-    plan = fleet.scenario(0.5, 100.0, 0.08, fleet.JalapenoAssumptions(supply_chips=supply))
+    share, target, price = _fleet_defaults()
+    plan = fleet.scenario(share, target, price, fleet.JalapenoAssumptions(supply_chips=supply))
     return {"supply": supply, "nv": plan.query("hardware != 'jalapeno'")["chips"].sum(),
             "total": plan["total_usd_per_hour"].iloc[0]}

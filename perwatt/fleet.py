@@ -14,14 +14,13 @@ NVIDIA profiles come from data/ (sourced). Jalapeño's capacity, price and suppl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from perwatt import comparisons, data, roofline
+from perwatt import accounting, catalog, data, roofline, serving
 
 
 @dataclass(frozen=True)
@@ -46,17 +45,19 @@ class Hardware:
 
 @dataclass(frozen=True)
 class JalapenoAssumptions:
-    """What the book does not know about Jalapeño, as explicit assumptions (defaults labelled).
+    """What the book does not know about Jalapeño, as explicit assumptions; the defaults are
+    labelled rows of data/assumptions.csv.
 
     per_watt_vs_gb200: Jalapeño's output tokens per watt as a multiple of GB200's at every
         latency target (default: the published gpt-oss-120b ratio, if it held everywhere).
-    usd_per_watt_hour_vs_gb200: its price per watt of rating relative to GB200's (default 1).
-    supply_chips: how many Jalapeño chips exist for this fleet (default 2,000).
+    usd_per_watt_hour_vs_gb200: its price per watt of rating relative to GB200's.
+    supply_chips: how many Jalapeño chips exist for this fleet.
     """
 
     per_watt_vs_gb200: float | None = None
-    usd_per_watt_hour_vs_gb200: float = 1.0
-    supply_chips: float = 2000.0
+    usd_per_watt_hour_vs_gb200: float = field(
+        default_factory=lambda: catalog.assumption("jalapeno_usd_per_watt_hour_vs_gb200"))
+    supply_chips: float = field(default_factory=lambda: catalog.assumption("jalapeno_supply_chips"))
 
 
 def capacity(model: str, accelerator: str, workload: Workload) -> float:
@@ -64,9 +65,9 @@ def capacity(model: str, accelerator: str, workload: Workload) -> float:
     return _capacity(model, accelerator, workload.isl_tokens, workload.osl_tokens, workload.min_tokens_per_s_per_user)
 
 
-@cache
+@data.cached
 def _capacity(model: str, accelerator: str, isl: float, osl: float, min_rate: float) -> float:
-    frontier = roofline.frontier(model, accelerator, isl=isl, osl=osl)
+    frontier = serving.frontier(model, accelerator, isl=isl, osl=osl)
     ok = frontier[frontier["tokens_per_s_per_user"] >= min_rate]
     return float(ok["output_tokens_per_s_per_chip"].max()) if len(ok) else 0.0
 
@@ -92,9 +93,9 @@ def jalapeno_profile(model: str, workloads: list[Workload], assumptions: Jalapen
     """Jalapeño built from GB200's profile and the reader's assumptions (labelled as such)."""
     ratio = assumptions.per_watt_vs_gb200
     if ratio is None:
-        ratio = float(comparisons.pairs().set_index("model").loc["gpt-oss-120b", "recomputed_ratio"])
-    gb200_w = comparisons.power_w("gb200", "chip_rated")
-    jal_w = comparisons.power_w("jalapeno", "chip_rated")
+        ratio = float(accounting.pairs().set_index("model").loc[MODEL, "recomputed_ratio"])
+    gb200_w = catalog.power_w("gb200", "chip_rated")
+    jal_w = catalog.power_w(catalog.CANDIDATE, "chip_rated")
     gb200_price = float(data.load("hourly_prices").set_index("system").loc["gb200", "price_usd_per_gpu_hour"])
     base = {w.name: capacity(model, "gb200", w) for w in workloads}
     return Hardware(
@@ -111,8 +112,8 @@ def hourly_cost(hardware: Hardware, price_usd_per_kwh: float, pue: float) -> flo
     return hardware.usd_per_hour + hardware.power_w / 1000 * pue * price_usd_per_kwh
 
 
-def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kwh: float = 0.08,
-           pue: float = 1.2, integral: bool = True) -> pd.DataFrame:
+def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kwh: float, pue: float,
+           integral: bool = True) -> pd.DataFrame:
     """The cheapest assignment of chips to workloads: one row per workload and hardware.
 
     Variables: whole numbers of chips of each hardware serving each workload (a mixed-integer
@@ -163,29 +164,32 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     return frame
 
 
+#: The model the fleet scenario serves.
 MODEL = "gpt-oss-120b"
-TOTAL_OUTPUT_TOKENS_PER_S = 20_000_000.0
-CHAT_MIN_RATE = 20.0
+#: The workloads standing in for chat and for agent calls.
+CHAT_WORKLOAD, AGENT_WORKLOAD = "1k/1k", "8k/1k"
 
 
 def scenario_workloads(agent_share: float, agent_min_rate: float) -> list[Workload]:
-    """Chat (1k/1k, at least 20 tokens/s per user) and agent calls (8k/1k, the chosen target),
-    splitting a fleet-wide demand of 20 million output tokens per second (an assumption) by ``agent_share``."""
+    """Chat (1k/1k, at the chat speed floor of assumptions.csv) and agent calls (8k/1k, at the
+    chosen target), splitting the fleet's demand (an assumption) by ``agent_share``."""
     if not 0 <= agent_share <= 1:
         raise ValueError(f"agent_share must be in [0, 1], got {agent_share}")
-    chat = comparisons.workload("1k/1k")
-    agent = comparisons.workload("8k/1k")
+    total = catalog.assumption("fleet_output_tokens_per_s")
+    chat, agent = catalog.workload(CHAT_WORKLOAD), catalog.workload(AGENT_WORKLOAD)
     return [
-        Workload("chat", float(chat["isl_tokens"]), float(chat["osl_tokens"]), CHAT_MIN_RATE,
-                 TOTAL_OUTPUT_TOKENS_PER_S * (1 - agent_share)),
+        Workload("chat", float(chat["isl_tokens"]), float(chat["osl_tokens"]),
+                 catalog.assumption("chat_min_tokens_per_s_per_user"), total * (1 - agent_share)),
         Workload("agent", float(agent["isl_tokens"]), float(agent["osl_tokens"]), agent_min_rate,
-                 TOTAL_OUTPUT_TOKENS_PER_S * agent_share),
+                 total * agent_share),
     ]
 
 
 def scenario(agent_share: float, agent_min_rate: float, price_usd_per_kwh: float,
-             assumptions: JalapenoAssumptions = JalapenoAssumptions(), integral: bool = True) -> pd.DataFrame:
-    """The book's fleet scenario: gpt-oss-120b, chat plus agent work, NVIDIA plus assumed Jalapeño."""
+             assumptions: JalapenoAssumptions | None = None, integral: bool = True) -> pd.DataFrame:
+    """The book's fleet scenario: gpt-oss-120b, chat plus agent work, NVIDIA plus assumed Jalapeño,
+    in liquid-cooled racks (InferenceX's direct-liquid PUE)."""
+    assumptions = JalapenoAssumptions() if assumptions is None else assumptions
     workloads = scenario_workloads(agent_share, agent_min_rate)
     hardware = nvidia_profiles(MODEL, workloads) + [jalapeno_profile(MODEL, workloads, assumptions)]
-    return assign(workloads, hardware, price_usd_per_kwh, integral=integral)
+    return assign(workloads, hardware, price_usd_per_kwh, catalog.facility_pue(), integral=integral)

@@ -13,12 +13,14 @@ controls move).
 * :meth:`InteractiveFigure.panel` is the **live-kernel** view: an ipywidgets panel whose
   controls call the model in Python and redraw the same chart in place. In the static
   build it is replaced by a one-line note, so the site never shows a dead control.
+* :meth:`InteractiveFigure.show` picks one: the static chart while the book is built, the live
+  panel in a kernel. A chapter has one cell per figure.
 """
 
 from __future__ import annotations
 
+import csv
 import itertools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -43,7 +45,9 @@ class Control:
     """One input of a figure: its name (the model's keyword argument), label and grid.
 
     ``options`` is the grid the static site precomputes; a slider's options must be
-    evenly spaced so a range input can step through them exactly.
+    evenly spaced so a range input can step through them exactly. ``default`` is the one place
+    the figure's starting value is set: the figure's model function takes every control's value
+    as an argument, with no default of its own.
     """
 
     name: str
@@ -52,7 +56,6 @@ class Control:
     default: Any
     widget: WidgetKind = "slider"
     option_labels: tuple[str, ...] | None = None
-    unit: str = ""
 
     def __post_init__(self) -> None:
         if self.default not in self.options:
@@ -66,11 +69,11 @@ class Control:
 
     @classmethod
     def slider(cls, name: str, label: str, start: float, stop: float, step: float,
-               default: float, unit: str = "", decimals: int = 6) -> "Control":
+               default: float, decimals: int = 6) -> "Control":
         """A slider from ``start`` to ``stop`` inclusive, in steps of ``step``."""
         count = int(round((stop - start) / step)) + 1
         options = tuple(float(round(start + i * step, decimals)) for i in range(count))
-        return cls(name, label, options, float(round(default, decimals)), "slider", unit=unit)
+        return cls(name, label, options, float(round(default, decimals)), "slider")
 
     @property
     def step(self) -> float:
@@ -124,20 +127,25 @@ class Control:
 class InteractiveFigure:
     """A figure whose data comes from ``compute(**setting)`` and whose look from ``draw``.
 
+    ``name`` (its id in the site) and ``description`` (what a screen reader says of it) are set
+    by :func:`perwatt.figures.kit.figure` from the function that makes the figure.
+
     ``keys`` identify a row of the model's output and ``values`` are the numbers the chart
-    shows; tests compare exactly these between the model, the browser and the panel.
-    ``frontier`` names the two columns (higher is better on both) of a figure drawn as a
+    shows; tests compare exactly these between the model, the browser and the panel. The static
+    chart ships those columns, the controls' columns and the ``ships`` columns its drawing reads
+    besides. ``frontier`` names the two columns (higher is better on both) of a figure drawn as a
     frontier or trade-off curve; tests check that no point it shows is beaten on both.
     """
 
-    name: str
-    description: str
     controls: tuple[Control, ...]
     compute: Callable[..., pd.DataFrame]
     draw: Callable[[alt.Chart, pd.DataFrame], alt.TopLevelMixin]
     keys: tuple[str, ...]
     values: tuple[str, ...]
+    ships: tuple[str, ...] = ()
     frontier: tuple[str, str] | None = None
+    name: str = ""
+    description: str = ""
 
     def control(self, name: str) -> Control:
         for c in self.controls:
@@ -189,15 +197,16 @@ class InteractiveFigure:
     def _finish(self, chart: alt.TopLevelMixin, with_table: bool = False) -> alt.TopLevelMixin:
         return chart.properties(description=self.description, usermeta=self._usermeta(with_table))
 
+    @property
+    def shipped_columns(self) -> list[str]:
+        """The columns the static chart carries, in a fixed order."""
+        return list(dict.fromkeys([c.name for c in self.controls] + [*self.keys, *self.values, *self.ships]))
+
     def chart(self) -> alt.TopLevelMixin:
         """The static-site figure: the whole grid, filtered in the browser by bound controls."""
         condition = " && ".join(c.filter_expression() for c in self.controls)
         params = [c.param() for c in self.controls]
-        # Draw once to learn which columns the chart reads, then ship only those, as CSV.
-        probe = self.draw(alt.Chart(self.grid.head(1)), self.grid).to_dict(validate=False)
-        wanted = _referenced_fields(probe) | set(self.keys) | set(self.values) | {c.name for c in self.controls}
-        shipped = self.grid[[c for c in self.grid.columns if c in wanted]]
-        base = alt.Chart(csv_data(shipped)).transform_filter(condition)
+        base = alt.Chart(csv_data(self.grid[self.shipped_columns])).transform_filter(condition)
         return self._finish(self.draw(base, self.grid).add_params(*params), with_table=True)
 
     def chart_at(self, **setting: Any) -> alt.TopLevelMixin:
@@ -210,8 +219,11 @@ class InteractiveFigure:
             return LiveOnlyNote(self.name)
         return FigurePanel(self)
 
-
-_DATUM = re.compile(r"datum\.([A-Za-z_][A-Za-z0-9_]*)|datum\[['\"]([^'\"]+)['\"]\]")
+    def show(self):
+        """What a chapter's figure cell displays: the static chart while the book is built (its
+        controls recompute it in the browser), the live panel in a kernel (they recompute it
+        through Python). Never both, and never a control that does nothing."""
+        return self.chart() if render.is_static() else FigurePanel(self)
 
 
 def _cell(value: Any) -> str:
@@ -224,53 +236,28 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _referenced_fields(spec: object) -> set[str]:
-    """Every column a Vega-Lite spec (or part of one) reads: encoding fields, fold lists, and
-    ``datum.x`` references inside filter and calculate expressions."""
-    found: set[str] = set()
-    if isinstance(spec, dict):
-        for key, value in spec.items():
-            if key == "field" and isinstance(value, str):
-                found.add(value)
-            elif key == "fold" and isinstance(value, list):
-                found |= {v for v in value if isinstance(v, str)}
-            else:
-                found |= _referenced_fields(value)
-    elif isinstance(spec, list):
-        for item in spec:
-            found |= _referenced_fields(item)
-    elif isinstance(spec, str):
-        found |= {a or b for a, b in _DATUM.findall(spec)}
-    return found
-
-
 def csv_data(frame: pd.DataFrame) -> alt.InlineData:
     """Inline chart data as CSV text with explicit column types.
 
     CSV is about a third the size of JSON records for these grids. Numbers are written to
     ``SIGNIFICANT_DIGITS`` significant digits, far beyond what any label or axis shows, so
     the browser holds the model's values to within one part in 10^9 at a fraction of the
-    bytes of full round-trip precision.
+    bytes of full round-trip precision. Text is quoted where it needs to be, as Vega's CSV
+    reader expects, and booleans travel as ``true``/``false``.
     """
-    flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
-    if flags:
-        raise ValueError(f"columns {flags} are booleans; ship them as 0/1 so the chart can parse them")
-    parse = {c: "number" if pd.api.types.is_numeric_dtype(frame[c]) else "string" for c in frame.columns}
-    for column, kind in parse.items():
-        if kind == "string" and frame[column].astype(str).str.contains(r'[",\n]').any():
-            raise ValueError(f"column {column!r} holds text that needs CSV quoting; keep labels plain")
-    text = frame.to_csv(index=False, lineterminator="\n", float_format=f"%.{SIGNIFICANT_DIGITS}g")
+    parse = {}
+    shipped = frame.copy()
+    for column in frame.columns:
+        if pd.api.types.is_bool_dtype(frame[column]):
+            parse[column] = "boolean"
+            shipped[column] = frame[column].map({True: "true", False: "false"})
+        elif pd.api.types.is_numeric_dtype(frame[column]):
+            parse[column] = "number"
+        else:
+            parse[column] = "string"
+    text = shipped.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL,
+                          float_format=f"%.{SIGNIFICANT_DIGITS}g")
     return alt.InlineData(values=text, format=alt.DataFormat(type="csv", parse=parse))
-
-
-def parse_csv_data(data: dict) -> pd.DataFrame:
-    """Read back the rows of a chart's inline CSV data (the inverse of :func:`csv_data`).
-
-    An empty cell is an unknown, as in the chart, and reads back as NaN.
-    """
-    import io
-
-    return pd.read_csv(io.StringIO(data["values"]), keep_default_na=False, na_values=[""])
 
 
 class LiveOnlyNote:
@@ -309,12 +296,3 @@ class FigurePanel(widgets.VBox):
         # validation (three quarters of an update's time) is skipped here: the panel's first
         # chart was validated, and the tests validate the figure at every setting they try.
         self.view.spec = self.figure.chart_at(**self.setting).to_dict(validate=False)
-
-    def shown_data(self) -> pd.DataFrame:
-        """The rows the front end has been sent, read back from the widget's spec."""
-        spec = self.view.spec
-        datasets = spec.get("datasets", {})
-        if len(datasets) < 1:
-            raise AssertionError("the panel's spec carries no dataset")
-        # The model's rows are the largest dataset; others are decorations such as a parity line.
-        return pd.DataFrame(max(datasets.values(), key=len))

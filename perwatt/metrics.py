@@ -93,24 +93,17 @@ def _power(name: str, value: object) -> None:
         )
 
 
-def _pue(value: object) -> None:
-    _checked(
-        "pue",
-        value,
-        minimum=1.0,
-        maximum=_MAX_PLAUSIBLE_PUE,
-        unit_hint="PUE is facility power ÷ IT power, a ratio such as 1.2, not a percentage",
-    )
+#: Plausible ranges for quantities whose size betrays a wrong unit, with what to do instead.
+_LIMITS = {
+    "pue": (1.0, _MAX_PLAUSIBLE_PUE, "PUE is facility power ÷ IT power, a ratio such as 1.2, not a percentage"),
+    "price_usd_per_kwh": (0.0, _MAX_PLAUSIBLE_PRICE_USD_PER_KWH,
+                          "give US dollars per kWh; a price per MWh is 1,000 times larger"),
+}
 
 
-def _price(value: object) -> None:
-    _checked(
-        "price_usd_per_kwh",
-        value,
-        minimum=0.0,
-        maximum=_MAX_PLAUSIBLE_PRICE_USD_PER_KWH,
-        unit_hint="give US dollars per kWh; a price per MWh is 1,000 times larger",
-    )
+def _within(name: str, value: object) -> None:
+    low, high, hint = _LIMITS[name]
+    _checked(name, value, minimum=low, maximum=high, unit_hint=hint)
 
 
 def joules_per_token(tps_per_kw: Numeric) -> Numeric:
@@ -120,12 +113,6 @@ def joules_per_token(tps_per_kw: Numeric) -> Numeric:
     """
     _positive("tps_per_kw", tps_per_kw)
     return 1000.0 / tps_per_kw
-
-
-def tps_per_kw_from_joules(joules_per_token: Numeric) -> Numeric:
-    """Throughput per power in tokens/s/kW from energy per token in J/token (inverse of :func:`joules_per_token`)."""
-    _positive("joules_per_token", joules_per_token)
-    return 1000.0 / joules_per_token
 
 
 def kwh_per_million_tokens(joules_per_token: Numeric) -> Numeric:
@@ -142,8 +129,8 @@ def energy_cost_per_million_tokens(
     ``joules_per_token`` is energy at the IT level (chip or all-in); the facility draws
     ``pue`` times that, paid at ``price_usd_per_kwh``.
     """
-    _price(price_usd_per_kwh)
-    _pue(pue)
+    _within("price_usd_per_kwh", price_usd_per_kwh)
+    _within("pue", pue)
     return kwh_per_million_tokens(joules_per_token) * pue * price_usd_per_kwh
 
 
@@ -159,26 +146,6 @@ def tps_per_kw_at(tokens_per_s: Numeric, power_w: Numeric) -> Numeric:
     _positive("tokens_per_s", tokens_per_s)
     _power("power_w", power_w)
     return tokens_per_s / (power_w / 1000.0)
-
-
-def rebase_tps_per_kw(tps_per_kw: Numeric, from_power_w: Numeric, to_power_w: Numeric) -> Numeric:
-    """Re-express a tokens/s/kW figure computed on ``from_power_w`` on a basis of ``to_power_w``.
-
-    The tokens served stay the same; only the watts they are divided by change.
-    """
-    return tps_per_kw_at(chip_throughput(tps_per_kw, from_power_w), to_power_w)
-
-
-def facility_power_w(chip_power_w: Numeric, overhead_w: Numeric = 0.0, pue: Numeric = 1.0) -> Numeric:
-    """Power charged to one chip at the utility meter, in W.
-
-    ``overhead_w`` is the IT power per chip beyond the chip itself (host CPU share,
-    network, storage); ``pue`` scales IT power to facility power (cooling, conversion).
-    """
-    _power("chip_power_w", chip_power_w)
-    _checked("overhead_w", overhead_w, minimum=0.0)
-    _pue(pue)
-    return (chip_power_w + overhead_w) * pue
 
 
 def output_token_fraction(isl_tokens: Numeric, osl_tokens: Numeric) -> Numeric:

@@ -1,6 +1,7 @@
 """How charts reach the reader: one setup call, two modes.
 
-Every chapter calls :func:`setup` from a hidden first cell.
+Every chapter calls :func:`setup` from a hidden first cell. It also glues the three articles'
+titles (``title_<source id>``), so the prose can cite them by title.
 
 * **Static mode** (the book build; :mod:`perwatt.sphinxext` sets ``PERWATT_RENDER=static``
   for the kernels it starts): Altair charts render as a ``<div>`` plus the Vega-Lite spec
@@ -25,9 +26,8 @@ import numpy as np
 MODE_VARIABLE = "PERWATT_RENDER"
 STATIC_RENDERER = "perwatt-static"
 THEME = "perwatt"
-
-#: Colours by system, shared by every chart so a system looks the same everywhere.
-SYSTEM_COLOURS = {"Jalapeño": "#c2410c", "GB200": "#15803d", "GB300": "#1d4ed8"}
+#: Written once, under every chart whose controls recompute it in the page.
+RECOMPUTE_NOTE = "Recomputed in your browser from values the Python model computed for every setting."
 
 
 def is_static() -> bool:
@@ -53,11 +53,12 @@ def chart_html(spec: dict) -> str:
     description = html.escape(spec.get("description", ""), quote=True)
     # "</" inside the JSON would end the script element early.
     payload = spec_json(spec).replace("</", "<\\/").replace("<!--", "<\\!--")
+    note = f'<p class="perwatt-recompute">{RECOMPUTE_NOTE}</p>\n' if spec.get("params") else ""
     return (
         f'<div class="perwatt-chart" id="{cid}" data-figure="{figure}" role="figure" '
         f'aria-label="{description}"></div>\n'
         f'<script type="application/json" class="perwatt-spec" data-target="{cid}">{payload}</script>\n'
-        + _alternative(description, meta.get("table"))
+        + note + _alternative(description, meta.get("table"))
     )
 
 
@@ -86,14 +87,17 @@ def _theme() -> alt.theme.ThemeConfig:
             "view": {"continuousWidth": 520, "continuousHeight": 260, "stroke": None},
             "font": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
             "axis": {"labelFontSize": 12, "titleFontSize": 13},
-            "legend": {"labelFontSize": 12, "titleFontSize": 13},
+            # Legends above the plot, and every reference rule dashed, in every chart.
+            "legend": {"labelFontSize": 12, "titleFontSize": 13, "orient": "top"},
+            "rule": {"strokeDash": [4, 3]},
             "title": {"fontSize": 15, "anchor": "start"},
         }
     )
 
 
 def setup() -> None:
-    """Configure Altair and pandas for the current mode. Safe to call more than once."""
+    """Configure Altair for the current mode and glue the articles' titles for the prose.
+    Safe to call more than once."""
     alt.theme.register(THEME, enable=True)(_theme)
     # Grids precomputed for in-browser recomputation can exceed Altair's 5,000-row guard.
     alt.data_transformers.disable_max_rows()
@@ -103,6 +107,20 @@ def setup() -> None:
     else:
         alt.JupyterChart.enable_offline()
         alt.renderers.enable("jupyter", offline=True)
+    _glue_titles()
+
+
+def _glue_titles() -> None:
+    from IPython import get_ipython
+
+    from perwatt import catalog
+
+    # Glue fills the prose of the built site; in a live kernel it would only print noise.
+    if not is_static() or get_ipython() is None:
+        return
+    titles = catalog.source_titles()
+    for source_id in catalog.article_ids():
+        glue(f"title_{source_id}", titles[source_id])
 
 
 def glue(name: str, value: object) -> None:

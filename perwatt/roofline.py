@@ -20,9 +20,7 @@ The model, in brief:
   compute time at ``compute_efficiency`` × peak and its memory time at
   ``bandwidth_efficiency`` × bandwidth, on an instance of as many chips as it takes to
   hold the weights and the KV cache (ideal scaling across them).
-* **Serving.** A static batch: ``B`` prompts are prefilled one after another, then decoded
-  together for ``OSL`` steps at the mean context. Interactivity (tokens/s per user) is
-  1 ÷ time per decode step, as InferenceX defines it.
+The serving model built on these (batches, frontiers, validation) is :mod:`perwatt.serving`.
 
 Every simplification is a parameter of :class:`Assumptions`, with its default documented.
 """
@@ -30,12 +28,11 @@ Every simplification is a parameter of :class:`Assumptions`, with its default do
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
 
 import numpy as np
 import pandas as pd
 
-from perwatt import data
+from perwatt import catalog, data
 
 TERA = 1e12
 GIGA = 1e9
@@ -147,12 +144,17 @@ class Chip:
         raise ValueError(f"accelerator {self.name!r} has no known tensor throughput")
 
 
-@cache
+def _row(resource: str, key: str, name: str, what: str) -> pd.Series:
+    """One row of a data file by its key, or a ValueError listing the names it knows."""
+    table = data.load(resource).set_index(key)
+    if name not in table.index:
+        raise ValueError(f"{what} must be one of {list(table.index)}, got {name!r}")
+    return table.loc[name]
+
+
+@data.cached
 def model_spec(name: str) -> ModelSpec:
-    specs = data.load("model_specs").set_index("model")
-    if name not in specs.index:
-        raise ValueError(f"model must be one of {list(specs.index)}, got {name!r}")
-    row = specs.loc[name]
+    row = _row("model_specs", "model", name, "model")
     return ModelSpec(
         name=name,
         total_params=float(row["total_params_b"]) * GIGA,
@@ -173,12 +175,9 @@ def model_spec(name: str) -> ModelSpec:
     )
 
 
-@cache
+@data.cached
 def chip(name: str) -> Chip:
-    table = data.load("accelerators").set_index("accelerator")
-    if name not in table.index:
-        raise ValueError(f"accelerator must be one of {list(table.index)}, got {name!r}")
-    row = table.loc[name]
+    row = _row("accelerators", "accelerator", name, "accelerator")
     if pd.isna(row["bandwidth_tb_s"]) or pd.isna(row["hbm_gb"]):
         raise ValueError(f"accelerator {name!r}: memory and bandwidth are unknown, so the model cannot run on it")
     return Chip(
@@ -312,71 +311,7 @@ def decode_time(spec: ModelSpec, device: Chip, batch, context, chips, assumption
     return phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions)
 
 
-def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS) -> dict:
-    """One static-batch operating point (arrays broadcast).
-
-    Returns a dict of arrays: chips per instance, TTFT (s, mean over the batch), TPOT (s),
-    tokens/s per user, output tokens/s per chip, total tokens/s per chip, end-to-end latency
-    (s, mean) and joules per output token at the chip's rated power.
-    """
-    batch = np.asarray(batch, dtype=float)
-    isl = np.asarray(isl, dtype=float)
-    osl = np.asarray(osl, dtype=float)
-    bits = spec.expert_weight_bits
-    context = isl + osl / 2
-    chips = chips_needed(spec, device, batch, isl + osl, assumptions)
-    t_prefill = prefill_time(spec, device, isl, chips, assumptions)
-    tpot = decode_time(spec, device, batch, context, chips, assumptions)
-    cycle = batch * t_prefill + osl * tpot
-    output_per_chip = batch * osl / cycle / chips
-    ttft = (batch + 1) / 2 * t_prefill
-    return {
-        "chips": chips,
-        "ttft_s": ttft,
-        "tpot_s": tpot,
-        "tokens_per_s_per_user": 1.0 / tpot,
-        "output_tokens_per_s_per_chip": output_per_chip,
-        "total_tokens_per_s_per_chip": output_per_chip * (isl + osl) / osl,
-        "e2e_latency_s": ttft + osl * tpot,
-        "joules_per_output_token": device.power_w / output_per_chip,
-    }
-
-
-BATCHES = tuple(2 ** i for i in range(11))
-
-
-def pareto_efficient(x, y) -> np.ndarray:
-    """True for each point that no other point beats on both ``x`` and ``y`` (higher is better on
-    both): no other point is at least as good on both and strictly better on one."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    at_least = (x[None, :] >= x[:, None]) & (y[None, :] >= y[:, None])
-    strictly = (x[None, :] > x[:, None]) | (y[None, :] > y[:, None])
-    return ~(at_least & strictly).any(axis=1)
-
-
-def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float = 8192, osl: float = 1024,
-             assumptions: Assumptions = DEFAULTS, batches=BATCHES) -> pd.DataFrame:
-    """Throughput per chip against tokens/s per user across batch sizes: one row per batch.
-
-    ``efficient`` is 1 for the batch sizes no other batch beats on both output tokens/s per chip
-    and tokens/s per user, 0 for the rest. Batches can be beaten because a larger batch's KV cache
-    moves the instance onto more chips, which this model lets scale ideally: the larger batch
-    then gains per-user speed without losing throughput per chip.
-    """
-    spec = model_spec(model).with_precision(precision)
-    device = chip(accelerator)
-    batch = np.asarray(batches, dtype=float)
-    if (batch != np.round(batch)).any() or (batch < 1).any():
-        raise ValueError(f"batches must be whole numbers ≥ 1, got {list(batches)!r}")
-    point = serve(spec, device, batch, isl, osl, assumptions)
-    frame = pd.DataFrame({"batch": batch.astype(int), **{k: np.asarray(v, dtype=float) for k, v in point.items()}})
-    frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"],
-                                          frame["tokens_per_s_per_user"]).astype(int)
-    return frame
-
-
-def roofline_points(model: str, accelerator: str, batch: int, isl: float = 8192, osl: float = 1024,
+def roofline_points(model: str, accelerator: str, batch: int, isl: float | None = None, osl: float | None = None,
                     precision: str = "as_released") -> pd.DataFrame:
     """The roofline of one chip and the operating points of prefill and decode on it.
 
@@ -384,6 +319,9 @@ def roofline_points(model: str, accelerator: str, batch: int, isl: float = 8192,
     ``series == "phase"`` place prefill (one prompt of ``isl`` tokens) and decode (a step at
     ``batch``, mean context) on it.
     """
+    w = catalog.workload()
+    isl = float(w["isl_tokens"]) if isl is None else isl
+    osl = float(w["osl_tokens"]) if osl is None else osl
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     bits = spec.expert_weight_bits
@@ -405,40 +343,4 @@ def roofline_points(model: str, accelerator: str, batch: int, isl: float = 8192,
     out = pd.concat([roof, phases], ignore_index=True)
     out["bound"] = np.where(out["intensity"] >= ridge, "compute-bound", "memory-bound")
     out["ridge"] = ridge
-    return out
-
-
-def required_bandwidth(model: str, tokens_per_s_per_user, context, precision: str = "as_released",
-                       kv_bits: float = DEFAULTS.kv_bits):
-    """Memory bandwidth (bytes/s) one sequence at batch 1 needs to reach a per-user rate, with no
-    speculative decoding: every step reads the active weights and the whole KV cache."""
-    spec = model_spec(model).with_precision(precision)
-    per_token = decode_bytes(spec, 1, context, kv_bits)
-    return per_token * np.asarray(tokens_per_s_per_user, dtype=float)
-
-
-def decode_time_on(model: str, accelerator: str, chips: int, precision: str, batch: int, context: float,
-                   assumptions: Assumptions = DEFAULTS) -> float:
-    """Seconds per decode step on a given number of chips (as a measurement was run)."""
-    spec = model_spec(model).with_precision(precision)
-    return float(decode_time(spec, chip(accelerator), batch, context, chips, assumptions))
-
-
-def validation(assumptions: Assumptions = DEFAULTS, unknown_context: float = 1024) -> pd.DataFrame:
-    """The model's time per output token beside public measurements (data/measurements.csv).
-
-    Where a source gives no lengths, the context is ``unknown_context`` tokens; for these
-    small dense models at batch 1 the weights dominate, so the choice moves little.
-    """
-    table = data.load("measurements")
-    measured_ms = np.where(table["unit"] == "tokens_per_s", 1000.0 / table["value"], table["value"])
-    context = np.where(table["isl_tokens"].notna(),
-                       table["isl_tokens"].fillna(0) + table["osl_tokens"].fillna(0) / 2, unknown_context)
-    modelled_ms = [
-        1000.0 * decode_time_on(m, a, int(c), p, int(b), float(ctx), assumptions)
-        for m, a, c, p, b, ctx in zip(table["model"], table["accelerator"], table["chips"],
-                                      table["precision"], table["batch"], context)
-    ]
-    out = table.assign(measured_tpot_ms=measured_ms, modelled_tpot_ms=modelled_ms, context_tokens=context)
-    out["error_pct"] = (out["modelled_tpot_ms"] / out["measured_tpot_ms"] - 1) * 100
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import roofline
+from perwatt import roofline, serving
 
 
 def _check_alpha(alpha) -> np.ndarray:
@@ -125,10 +125,27 @@ def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: f
 
 
 def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float, context: float = 8704,
-                batches=roofline.BATCHES) -> pd.DataFrame:
+                batches=serving.BATCHES) -> pd.DataFrame:
     """Speed-up and energy per accepted token across batch sizes, with the crossover batch."""
     result = batch_speedup(model, accelerator, alpha, gamma, c, np.asarray(batches, dtype=float), context)
     frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
     frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
     frame["crossover_batch"] = crossover_batch(model, accelerator, alpha, gamma, c, context=context)
+    return frame
+
+
+#: The acceptance rates and draft lengths the book's speed-up surface spans.
+SURFACE_ALPHAS = tuple(np.round(np.arange(0.5, 0.951, 0.05), 2))
+SURFACE_GAMMAS = tuple(range(1, 11))
+
+
+def speedup_surface(c: float, alphas=SURFACE_ALPHAS, gammas=SURFACE_GAMMAS) -> pd.DataFrame:
+    """The closed-form speed-up over a grid of acceptance rates and draft lengths at draft cost
+    ``c``, with ``is_best`` marking the best draft length (within ``gammas``) for each rate."""
+    a, g = np.meshgrid(np.asarray(alphas, dtype=float), np.asarray(gammas, dtype=float), indexing="ij")
+    frame = pd.DataFrame({"alpha": a.ravel(), "gamma": g.ravel().astype(int)})
+    frame["speedup"] = speedup(frame["alpha"].to_numpy(), frame["gamma"].to_numpy(), c)
+    frame["expected_tokens"] = expected_tokens(frame["alpha"].to_numpy(), frame["gamma"].to_numpy())
+    best = frame.groupby("alpha")["speedup"].transform("max")
+    frame["is_best"] = frame["speedup"] == best
     return frame

@@ -10,8 +10,12 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
   every chart on a page (both load from disk as well as over http);
 * serves MathJax from the site itself;
-* removes the two script errors a stock Jupyter Book 1 page raises (Thebe's duplicate
-  ``THEBE_JS_URL`` declaration and the theme's empty colour mode).
+* works around four things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
+  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, bibliography entries
+  that are not list items, and asset checksums that differ between a first build and a rebuild.
+  Each workaround names the versions it was written against, and the build warns (and so, under
+  ``-W``, fails) when an installed version differs, so that a maintainer checks whether it is
+  still needed.
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ import hashlib
 import os
 import re
 import shutil
-import struct
-import zlib
+from importlib import metadata
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -29,6 +32,18 @@ from sphinx.application import Sphinx
 from perwatt import render
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+#: Upstream behaviour this extension works around, by the package and version it was seen in:
+#: package -> (version the workaround was written for, what it works around).
+PATCHED = {
+    "sphinx-book-theme": ("1.3.0", "declares THEBE_JS_URL a second time, beside sphinx-thebe's own "
+                                   "declaration (a page error on every page); leaves the colour mode empty "
+                                   "(a console error)"),
+    "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
+    "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
+                                      "which screen readers and axe reject"),
+    "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder"),
+}
 
 
 def vega_bundle_name() -> str:
@@ -91,7 +106,19 @@ def _reread_all_if_model_changed(app: Sphinx, env, added, changed, removed) -> l
     return sorted(env.found_docs) if getattr(app, "perwatt_model_changed", False) else []
 
 
+def _check_patched_versions() -> None:
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    for package, (version, what) in PATCHED.items():
+        installed = metadata.version(package)
+        if installed != version:
+            logger.warning(f"perwatt.sphinxext works around {package} {version} ({what}); "
+                           f"{installed} is installed: check whether the workaround is still needed")
+
+
 def _config_inited(app: Sphinx, config) -> None:
+    _check_patched_versions()
     os.environ[render.MODE_VARIABLE] = "static"
     _invalidate_stale_cache(app, config)
     generated = Path(app.doctreedir) / "perwatt-static"
@@ -118,22 +145,10 @@ def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context
     scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
 
 
-def favicon_ico(size: int = 16, rgb: tuple[int, int, int] = (0xC2, 0x41, 0x0C)) -> bytes:
-    """A one-colour ICO (a PNG inside an ICO header), written without an imaging library."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
-    header = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(png), 22)
-    return header + png
-
-
 def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
     """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
     if exception is None and app.builder.format == "html":
-        (Path(app.outdir) / "favicon.ico").write_bytes(favicon_ico())
+        shutil.copyfile(STATIC_DIR / "favicon.ico", Path(app.outdir) / "favicon.ico")
 
 
 def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from perwatt import benchmark, comparisons, data, roofline
+from perwatt import accounting, benchmark, catalog, data, roofline
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def styled(frame: pd.DataFrame, columns: dict[str, Column], *, caption: str, tab
 
 def conversions(price_usd_per_kwh: float, pue: float = 1.0) -> Styler:
     """The reported tokens/s/kW and what it converts to: J/token, kWh and US$ per million tokens."""
-    costs = comparisons.energy_costs(price_usd_per_kwh=price_usd_per_kwh, pue=pue, tokens="all")
+    costs = accounting.energy_costs(price_usd_per_kwh=price_usd_per_kwh, pue=pue, tokens="all")
     return styled(
         costs,
         {
@@ -67,7 +67,7 @@ def power() -> Styler:
     """Watts per chip on each basis, with the kind of value, its evidence label and its note."""
     frame = data.load("power")
     frame["system_label"] = frame["system"].map(data.load("systems").set_index("system")["label"])
-    frame["basis_label"] = frame["basis"].map(comparisons.BASIS_LABELS)
+    frame["basis_label"] = frame["basis"].map(catalog.BASIS_LABELS)
     frame["status"] = frame["source_id"].map(data.load("sources").set_index("source_id")["status"])
     return styled(
         frame,
@@ -86,7 +86,7 @@ def power() -> Styler:
 
 def implied_throughput() -> Styler:
     """Tokens/s per chip that each power basis implies for the reported tokens/s/kW."""
-    implied = comparisons.implied_chip_throughput()
+    implied = accounting.implied_chip_throughput()
     # A power that is an upper bound ("or under") makes tokens/s = TPS/kW × kW an upper bound too.
     implied["shown"] = [
         "" if pd.isna(v) else ("≤ " if bound == "upper" else "") + f"{v:,.0f}"
@@ -95,7 +95,7 @@ def implied_throughput() -> Styler:
     # Only the pairs the articles benchmarked: no row for a model on a system it was not run on.
     wide = implied.pivot(index=["model", "system"], columns="basis", values="shown")
     order = implied[["model", "system"]].drop_duplicates()
-    wide = comparisons.label(wide.reindex(pd.MultiIndex.from_frame(order)).reset_index())
+    wide = catalog.label(wide.reindex(pd.MultiIndex.from_frame(order)).reset_index())
     return styled(
         wide,
         {
@@ -116,7 +116,7 @@ def implied_throughput() -> Styler:
 def published(results: pd.DataFrame | None = None) -> Styler:
     """The benchmark table as the article prints it: model, metric, Jalapeño, baseline, ≈ ratio."""
     results = benchmark.book_results() if results is None else results
-    table = comparisons.label(benchmark.paired(results).merge(
+    table = catalog.label(benchmark.paired(results).merge(
         data.load("reported_ratios")[["model", "metric", "reported_ratio"]], on=["model", "metric"], how="left"))
     table["metric_label"] = table["metric"].map(lambda m: f"{benchmark.METRICS[m].label} ({benchmark.METRICS[m].unit})")
     table["candidate_shown"] = [_printed(v, d) for v, d in zip(table["candidate_value"], table["candidate_decimals"])]
@@ -143,7 +143,7 @@ def _printed(value: float, decimals: int) -> str:
 
 def ratio_checks(checks: pd.DataFrame) -> Styler:
     """Recomputed ratios beside the printed ones, with the rounding verdict."""
-    table = comparisons.label(checks)
+    table = catalog.label(checks)
     table["metric_label"] = table["metric"].map(lambda m: benchmark.METRICS[m].label)
     table["input_range"] = [f"{lo:.2f} – {hi:.2f}" for lo, hi in zip(table["input_low"], table["input_high"])]
     return styled(
@@ -166,7 +166,7 @@ def ratio_checks(checks: pd.DataFrame) -> Styler:
 def derived(frame: pd.DataFrame) -> Styler:
     """Energy per token and what the tokens/s/user figures imply, per model and system."""
     return styled(
-        comparisons.label(frame),
+        catalog.label(frame),
         {
             "model_label": Column("Model"),
             "system_label": Column("System"),
@@ -187,10 +187,7 @@ def claims(reconciled: pd.DataFrame) -> Styler:
     """Every range claim beside what the table supports."""
     table = reconciled.copy()
     table["source"] = table["source_id"].map(data.load("sources").set_index("source_id")["title"])
-    table["claimed"] = [
-        "" if pd.isna(lo) else (f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}") + (" months" if unit == "months" else "×")
-        for lo, hi, unit in zip(table["low"], table["high"], table["unit"])
-    ]
+    table["claimed"] = [_claimed(lo, hi, unit) for lo, hi, unit in zip(table["low"], table["high"], table["unit"])]
     table["from_table"] = [
         "" if pd.isna(lo) else f"{lo:.2f}" if lo == hi else f"{lo:.2f}–{hi:.2f}"
         for lo, hi in zip(table["table_low"], table["table_high"])
@@ -212,6 +209,16 @@ def claims(reconciled: pd.DataFrame) -> Styler:
         "not checkable with published data, or contradicted by a cited source.",
         table_id="claims",
     )
+
+
+def _claimed(low: float, high: float, unit: str) -> str:
+    """A claim's figure as the article gives it: a multiple, months, or an ordinal generation."""
+    if pd.isna(low):
+        return ""
+    span = f"{low:g}" if low == high else f"{low:g}–{high:g}"
+    if unit == "generation":
+        return f"generation {span}"
+    return span + (" months" if unit == "months" else "×")
 
 
 def dictionary(resource: str) -> Styler:
@@ -252,7 +259,7 @@ def model_sizes() -> Styler:
             "flops_g": 2 * spec.active_params / roofline.GIGA,
         })
     return styled(
-        comparisons.label(pd.DataFrame(rows)),
+        catalog.label(pd.DataFrame(rows)),
         {
             "model_label": Column("Model"),
             "total_gb": Column("All weights, GB", "{:,.1f}", "derived"),
@@ -269,7 +276,7 @@ def model_sizes() -> Styler:
 
 def validation(frame: pd.DataFrame) -> Styler:
     """The model's time per output token beside public measurements."""
-    table = comparisons.label(frame)
+    table = catalog.label(frame)
     table["source"] = table["source_id"].map(data.load("sources").set_index("source_id")["title"])
     table["setup"] = [f"{c} × {a.upper()}, {p.upper()}, batch {b}" for c, a, p, b in
                       zip(table["chips"], table["accelerator"], table["precision"], table["batch"])]

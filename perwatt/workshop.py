@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from perwatt import devtools
+
+REPO = devtools.REPO
 MIN_PYTHON = (3, 11)
 
 
@@ -145,21 +147,6 @@ def strip_solutions(markdown: str) -> str:
     return _SOLUTION.sub("", markdown)
 
 
-def chapter_files() -> list[Path]:
-    """The executable chapters, in book order (from _toc.yml)."""
-    import yaml
-
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
-    paths = [REPO / f"{f}.md" for f in files]
-    # Executable chapters carry a kernelspec in their front matter; plain pages have none.
-    return [p for p in paths if "kernelspec:" in _front_matter(p.read_text(encoding="utf-8"))]
-
-
-def _front_matter(text: str) -> str:
-    return text.split("---", 2)[1] if text.startswith("---") else ""
-
-
 def handouts(out: Path) -> list[Path]:
     """Write one student notebook per chapter into ``out``: no solutions, no outputs."""
     import jupytext
@@ -167,7 +154,7 @@ def handouts(out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for index, path in enumerate(chapter_files()):
+    for index, path in enumerate(devtools.chapter_files()):
         notebook = jupytext.reads(strip_solutions(path.read_text(encoding="utf-8")), fmt="md:myst")
         # Cells that compute the worked answers are tagged "solution"; students do not get them.
         notebook.cells = [c for c in notebook.cells if "solution" not in c.metadata.get("tags", [])]

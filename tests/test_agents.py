@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from perwatt import agents
+from perwatt import agents, load
 
 PROFILE = agents.SystemProfile(prefill_s_per_token=1e-4, tpot_s=0.01, joules_per_token=0.05)
 
@@ -44,22 +44,22 @@ def test_tool_time_dilutes_the_advantage():
 @pytest.mark.parametrize("rate", [20.0, 50.0, 80.0])
 def test_simulation_matches_md1_in_its_limit(rate):
     # Batch of one, one output token, fixed service of 10 ms: an M/D/1 queue.
-    result = agents.simulate_serving(rate, prefill_s=0.004, step_time_s=np.array([0.0, 0.006]), output_tokens=1,
+    result = load.simulate_serving(rate, prefill_s=0.004, step_time_s=np.array([0.0, 0.006]), output_tokens=1,
                                      max_batch=1, requests=60_000, warmup=3_000, seed=3)
-    assert result["mean_s"] == pytest.approx(agents.md1_mean_latency(rate, 0.01), rel=0.05)
+    assert result["mean_s"] == pytest.approx(load.md1_mean_latency(rate, 0.01), rel=0.05)
 
 
 def test_simulation_is_deterministic_per_seed():
     kwargs = dict(prefill_s=0.01, step_time_s=np.linspace(0.005, 0.02, 9), output_tokens=20, max_batch=8, requests=500)
-    assert agents.simulate_serving(5.0, seed=4, **kwargs) == agents.simulate_serving(5.0, seed=4, **kwargs)
-    assert agents.simulate_serving(5.0, seed=4, **kwargs) != agents.simulate_serving(5.0, seed=5, **kwargs)
+    assert load.simulate_serving(5.0, seed=4, **kwargs) == load.simulate_serving(5.0, seed=4, **kwargs)
+    assert load.simulate_serving(5.0, seed=4, **kwargs) != load.simulate_serving(5.0, seed=5, **kwargs)
 
 
 def test_load_trades_latency_for_throughput():
-    curve = agents.load_curve(16, [1.0, 4.0, 8.0], requests=800)
+    curve = load.load_curve(16, [1.0, 4.0, 8.0], requests=800)
     assert curve["throughput_tokens_per_s"].is_monotonic_increasing
     assert curve["p99_s"].is_monotonic_increasing
-    energy = agents.joules_per_output_token(curve["rated_power_w"], curve["chips"], curve["busy_fraction"],
+    energy = load.joules_per_output_token(curve["rated_power_w"], curve["chips"], curve["busy_fraction"],
                                             curve["throughput_tokens_per_s"], 0.2)
     assert energy.is_monotonic_decreasing
     assert (curve["p99_s"] >= curve["p50_s"]).all()
@@ -68,16 +68,16 @@ def test_load_trades_latency_for_throughput():
 def test_idle_and_busy_power_known_value():
     # 2 chips of 1,000 W, busy 25 % of the time, idle at 10 % of the rating, serving 500 tokens/s:
     # draw = 2,000 W × (0.25 + 0.1 × 0.75) = 650 W, so 650 / 500 = 1.3 J per output token.
-    assert agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 0.1) == pytest.approx(1.3)
+    assert load.joules_per_output_token(1000.0, 2, 0.25, 500.0, 0.1) == pytest.approx(1.3)
     # Charging idle chips their full rating gives the old, all-rated figure: 2,000 / 500.
-    assert agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.0) == pytest.approx(4.0)
+    assert load.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.0) == pytest.approx(4.0)
     with pytest.raises(ValueError, match="idle_power_fraction"):
-        agents.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.5)
+        load.joules_per_output_token(1000.0, 2, 0.25, 500.0, 1.5)
 
 
 def test_unstable_queue_is_refused():
     with pytest.raises(ValueError, match="unstable"):
-        agents.md1_mean_latency(120.0, 0.01)
+        load.md1_mean_latency(120.0, 0.01)
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [({"steps": 0}, "steps"), ({"cache_hit": 1.5}, "cache_hit"),

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perwatt import benchmark, comparisons, data
+from perwatt import benchmark, catalog, data
 
 RESULTS = benchmark.book_results()
 REPORTED = data.load("reported_ratios")
@@ -85,7 +85,7 @@ def test_the_audit_passes_real_inferencex_rows_at_the_mean_output_length():
     # Measured InferenceX 8k/1k points: median latency against median tokens/s per user.
     measured = data.load("inferencex_dsr1_8k1k")
     assert len(measured) >= 100 and measured["hardware"].nunique() >= 5
-    drawn = comparisons.lengths("8k/1k")
+    drawn = catalog.lengths("8k/1k")
     at_mean = benchmark.consistency(measured["median_e2e_latency_s"], measured["median_interactivity"], drawn.osl_mean)
     at_shortest = benchmark.consistency(measured["median_e2e_latency_s"], measured["median_interactivity"], drawn.osl_min)
     at_target = benchmark.consistency(measured["median_e2e_latency_s"], measured["median_interactivity"], drawn.osl_max)
@@ -99,14 +99,14 @@ def test_the_audit_passes_real_inferencex_rows_at_the_mean_output_length():
 
 
 def test_users_per_chip_known_value():
-    watts = pd.Series({s: comparisons.power_w(s, "chip_rated") for s in ("jalapeno", "gb200", "gb300")})
+    watts = pd.Series({s: catalog.power_w(s, "chip_rated") for s in ("jalapeno", "gb200", "gb300")})
     frame = benchmark.users_per_chip(RESULTS, watts, 8192, 1024).set_index(["model", "system"])
     expected = 85448 * 700 / 1000 * (1024 / 9216) / 22935
     assert frame.loc[("gpt-oss-120b", "jalapeno"), "users_per_chip"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_users_per_chip_drops_unknown_power_instead_of_guessing():
-    watts = pd.Series({s: comparisons.power_w(s, "chip_measured") for s in ("jalapeno", "gb200", "gb300")})
+    watts = pd.Series({s: catalog.power_w(s, "chip_measured") for s in ("jalapeno", "gb200", "gb300")})
     frame = benchmark.users_per_chip(RESULTS, watts, 8192, 1024)
     assert set(frame["system"]) == {"jalapeno"}
     assert frame["users_per_chip"].notna().all()
@@ -182,8 +182,8 @@ def test_analyze_rejects_bad_files_clearly(tmp_path, edit, expected):
 
 def test_workload_lengths_follow_inferencex_draws():
     # int(8192 × 0.8) = 6553 and int(1024 × 0.8) = 819, whole numbers drawn uniformly up to the target.
-    drawn = comparisons.lengths("8k/1k")
+    drawn = catalog.lengths("8k/1k")
     assert (drawn.isl_min, drawn.isl_max, drawn.osl_min, drawn.osl_max) == (6553, 8192, 819, 1024)
     assert drawn.isl_mean == 7372.5 and drawn.osl_mean == 921.5
     assert drawn.tokens_per_output_token == pytest.approx((7372.5 + 921.5) / 921.5, rel=1e-12)
-    assert comparisons.lengths("1k/8k").osl_min == 6553
+    assert catalog.lengths("1k/8k").osl_min == 6553

@@ -5,28 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
-from perwatt import comparisons, render, sphinxext
+from perwatt import accounting, devtools, render, sphinxext
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD_FLAGS = ["--warningiserror", "--nitpick", "--keep-going"]  # as in the Makefile
+REPO = devtools.REPO
 pytestmark = pytest.mark.build
-
-
-def toc_files() -> list[str]:
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part["chapters"]]
-    return files
 
 
 class _Resources(HTMLParser):
@@ -64,7 +52,7 @@ def test_build_succeeds_with_zero_warnings(book_build):
 
 def test_every_toc_file_and_only_those_became_a_page(site):
     built = {p.relative_to(site).with_suffix("").as_posix() for p in (site / "chapters").glob("*.html")}
-    assert built == {f for f in toc_files() if f.startswith("chapters/")}
+    assert built == {f for f in devtools.toc_files() if f.startswith("chapters/")}
 
 
 def test_no_page_loads_anything_from_another_host(site):
@@ -126,33 +114,30 @@ def test_no_widget_state_or_require_js_in_the_site(site):
 
 def test_prose_numbers_come_from_the_model(site):
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    same = comparisons.same_overhead_comparison()
+    same = accounting.same_overhead_comparison("chip_rated")
     assert f"{same['ratio'].min():.2f}" in page and f"{same['ratio'].max():.2f}" in page
-    pairs = comparisons.pairs()
+    pairs = accounting.pairs()
     intro = (site / "chapters" / "intro.html").read_text(encoding="utf-8")
     assert f"{pairs['recomputed_ratio'].min():.2f}" in intro
 
 
-def test_live_only_cells_show_a_note_not_a_dead_control(site):
+def test_each_figure_cell_shows_its_chart_and_no_dead_control(site):
+    # One cell per figure: in the site it is the chart, whose own controls work without a kernel.
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    assert page.count('class="perwatt-live-note"') == 2
-    assert "jupyter-widgets" not in page
+    assert page.count('class="perwatt-chart"') == 2
+    assert page.count('class="perwatt-recompute"') == 2
+    assert "perwatt-live-note" not in page and "jupyter-widgets" not in page
 
 
 def test_unchanged_chapters_are_not_executed_again(book_build, site):
     if "PERWATT_SITE" in os.environ:
         pytest.skip("reusing a prebuilt site; the cache check needs the test's own build folder")
     out = site.parent.parent
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
     # --all re-reads every source; jupyter-cache must still serve every chapter unexecuted.
-    proc = subprocess.run([str(jupyter_book), "build", str(REPO), "--path-output", str(out), "--all",
-                           "--warningiserror", "--nitpick", "--keep-going"],
-                          capture_output=True, text=True, timeout=600)
+    proc = devtools.build(out, "--all", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
-    from perwatt.workshop import chapter_files
-
-    notebooks = chapter_files()  # plain Markdown pages (glossary, references) are never executed
+    notebooks = devtools.chapter_files()  # plain Markdown pages (glossary, references) are never executed
     assert log.count("Using cached notebook") == len(notebooks), log[-3000:]
     assert "Executing notebook" not in log
 
@@ -264,10 +249,7 @@ def test_internal_links_and_anchors_resolve(site):
 def test_two_clean_builds_give_byte_identical_html(book_build, site, tmp_path):
     if "PERWATT_SITE" in os.environ:
         pytest.skip("reusing a prebuilt site; reproducibility needs two clean builds of this source")
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
-    proc = subprocess.run([str(jupyter_book), "build", str(REPO), "--path-output", str(tmp_path), *BUILD_FLAGS],
-                          capture_output=True, text=True, env=env, timeout=1200)
+    proc = devtools.build(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     second = tmp_path / "_build" / "html"
     first_files = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".css", ".json", ".csv"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perwatt import agents, benchmark, exercises, figures, roofline, speculative
+from perwatt import agents, benchmark, exercises, figures, serving, speculative
 
 
 def test_per_watt_predict():
@@ -85,7 +85,7 @@ def test_prefill_kimi():
 def test_prefill_calibrate():
     # Memory-bound at batch 1, the model's time scales as 1 / efficiency: the mean error is zero
     # at 0.8 × the mean of modelled ÷ measured at the default 0.8.
-    table = roofline.validation()
+    table = serving.validation()
     exact = 0.8 * float((table["modelled_tpot_ms"] / table["measured_tpot_ms"]).mean())
     answers = exercises.prefill_ex_calibrate()
     assert abs(answers["eff"] - exact) <= 0.005 + 1e-9

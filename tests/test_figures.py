@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 
@@ -12,24 +14,64 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perwatt import comparisons, figures, metrics, render
-from perwatt.interactive import SHIPPED_RTOL, Control, parse_csv_data
+from perwatt import accounting, catalog, figures, metrics, render, serving
+from perwatt.interactive import SHIPPED_RTOL, Control
 
 FIGURES = {f.name: f for f in figures.all_figures()}
+
+
+def parse_csv_data(values: str) -> pd.DataFrame:
+    """The rows of a chart's inline CSV, read back; an empty cell is an unknown, as in the chart."""
+    return pd.read_csv(io.StringIO(values), keep_default_na=False, na_values=[""])
+
+
+_DATUM = re.compile(r"datum\.([A-Za-z_][A-Za-z0-9_]*)|datum\[['\"]([^'\"]+)['\"]\]")
+
+
+def referenced_fields(spec: object) -> set[str]:
+    """Every column a Vega-Lite spec reads: encoding fields, fold lists, and datum references
+    inside filter and calculate expressions."""
+    if isinstance(spec, dict):
+        found: set[str] = set()
+        for key, value in spec.items():
+            if key == "field" and isinstance(value, str):
+                found.add(value)
+            elif key == "labelExpr":
+                continue  # a legend's or axis's own datum (its label), not a data column
+            elif key == "fold" and isinstance(value, list):
+                found |= {v for v in value if isinstance(v, str)}
+            else:
+                found |= referenced_fields(value)
+        return found
+    if isinstance(spec, list):
+        return set().union(*(referenced_fields(item) for item in spec)) if spec else set()
+    if isinstance(spec, str):
+        return {a or b for a, b in _DATUM.findall(spec)}
+    return set()
+
+
+def test_every_column_a_chart_reads_is_shipped():
+    for fig in FIGURES.values():
+        spec = fig.chart().to_dict()
+        # Columns the chart computes itself (calculate, fold) are not shipped, and need not be.
+        made = {t.get("as") for layer in [spec, *spec.get("layer", [])] for t in layer.get("transform", [])
+                if "calculate" in t} | {"statistic", "latency", "reference"}
+        missing = referenced_fields(spec) - set(fig.shipped_columns) - made
+        assert missing == set(), f"{fig.name} reads columns it does not ship: {missing}"
 
 
 def test_power_basis_defaults_reproduce_the_published_ratios():
     # Both sides on their ratings: re-expressing changes nothing, so the ratio is the table's.
     frame = figures.power_basis().frame().set_index("model")
-    pairs = comparisons.pairs().set_index("model")
+    pairs = accounting.pairs().set_index("model")
     assert frame["ratio"].to_dict() == pytest.approx(pairs["recomputed_ratio"].to_dict(), rel=1e-12)
     assert frame["ratio"].round(1).to_dict() == pairs["published_ratio"].to_dict()
 
 
 def test_power_basis_measured_assumption_at_measured_watts_also_reproduces_them():
-    measured = comparisons.power_w("jalapeno", "chip_measured")
+    measured = catalog.power_w("jalapeno", "chip_measured")
     frame = figures.power_basis().frame(published_basis="jalapeno_measured", jalapeno_power_w=measured)
-    assert frame["ratio"].to_list() == pytest.approx(comparisons.pairs()["recomputed_ratio"].to_list(), rel=1e-12)
+    assert frame["ratio"].to_list() == pytest.approx(accounting.pairs()["recomputed_ratio"].to_list(), rel=1e-12)
 
 
 @settings(max_examples=30, deadline=None)
@@ -47,7 +89,7 @@ def test_all_in_baseline_raises_the_ratio_by_the_power_ratio():
     fig = figures.power_basis()
     rated = fig.frame(baseline_basis="chip_rated").set_index("model")
     all_in = fig.frame(baseline_basis="all_in_provisioned").set_index("model")
-    factor = rated["baseline"].map(lambda s: comparisons.power_w(s, "all_in_provisioned") / comparisons.power_w(s, "chip_rated"))
+    factor = rated["baseline"].map(lambda s: catalog.power_w(s, "all_in_provisioned") / catalog.power_w(s, "chip_rated"))
     assert (all_in["ratio"] / rated["ratio"]).to_dict() == pytest.approx(factor.to_dict(), rel=1e-12)
 
 
@@ -80,7 +122,7 @@ def test_chart_ships_the_grid_exactly():
     for fig in FIGURES.values():
         spec = fig.chart().to_dict()
         largest = max(spec["datasets"].values(), key=len)
-        shipped = parse_csv_data({"values": largest})
+        shipped = parse_csv_data(largest)
         columns = [c.name for c in fig.controls] + list(fig.keys) + list(fig.values)
         left = shipped[columns].sort_values(columns).reset_index(drop=True)
         right = fig.grid[columns].sort_values(columns).reset_index(drop=True)
@@ -135,6 +177,7 @@ print(json.dumps([render.chart_html(f.chart().to_dict()) for f in figures.all_fi
 """
 
 
+@pytest.mark.slow
 def test_two_fresh_processes_give_identical_chart_html():
     runs = [
         subprocess.run([sys.executable, "-c", _SPEC_HTML], capture_output=True, text=True, check=True,
@@ -178,8 +221,6 @@ def test_no_frontier_point_is_beaten_on_both_axes_at_any_setting():
 
 
 def test_pareto_filter_known_case():
-    from perwatt import roofline
-
     # (1, 5) and (3, 3) trade off; (2, 2) loses to (3, 3) on both; (3, 3) twice: neither beats the other.
-    mask = roofline.pareto_efficient([1, 2, 3, 3], [5, 2, 3, 3])
+    mask = serving.pareto_efficient([1, 2, 3, 3], [5, 2, 3, 3])
     assert mask.tolist() == [True, False, True, True]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 
-from perwatt import figures, fleet
+from perwatt import catalog, figures, fleet
 
 
 def _toy():
@@ -21,12 +20,12 @@ def test_known_optimum_puts_the_scarce_chip_where_its_advantage_is_largest():
     # B is 2× better on w1 but 4× on w2; with 10 B chips the optimum serves all of w2 on B
     # (400 / 40 = 10 chips) and all of w1 on A (100 / 10 = 10 chips): 20 chip-hours, US$20.
     workloads, hardware = _toy()
-    plan = fleet.assign(workloads, hardware, price_usd_per_kwh=0.0).set_index(["workload", "hardware"])["chips"]
+    plan = fleet.assign(workloads, hardware, price_usd_per_kwh=0.0, pue=1.0).set_index(["workload", "hardware"])["chips"]
     assert plan[("w2", "b")] == pytest.approx(10.0)
     assert plan[("w1", "a")] == pytest.approx(10.0)
     assert plan[("w1", "b")] == pytest.approx(0.0, abs=1e-9)
     assert plan[("w2", "a")] == pytest.approx(0.0, abs=1e-9)
-    assert fleet.assign(workloads, hardware, 0.0)["total_usd_per_hour"].iloc[0] == pytest.approx(20.0)
+    assert fleet.assign(workloads, hardware, 0.0, 1.0)["total_usd_per_hour"].iloc[0] == pytest.approx(20.0)
 
 
 def test_the_programme_matches_a_brute_force_search():
@@ -38,7 +37,7 @@ def test_the_programme_matches_a_brute_force_search():
             a1 = max(0, int(np.ceil((100 - 20 * b1) / 10)))
             a2 = max(0, int(np.ceil((400 - 40 * b2) / 10)))
             best = min(best, a1 + a2 + b1 + b2)
-    assert fleet.assign(workloads, hardware, 0.0)["total_usd_per_hour"].iloc[0] == pytest.approx(best)
+    assert fleet.assign(workloads, hardware, 0.0, 1.0)["total_usd_per_hour"].iloc[0] == pytest.approx(best)
 
 
 def test_every_workload_is_served_with_whole_chips():
@@ -49,7 +48,7 @@ def test_every_workload_is_served_with_whole_chips():
     overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["chips"]).max(),
                                                 include_groups=False)
     for workload in ("chat", "agent"):
-        demand = fleet.TOTAL_OUTPUT_TOKENS_PER_S * 0.5
+        demand = catalog.assumption("fleet_output_tokens_per_s") * 0.5
         assert demand <= served[workload] < demand + overshoot[workload]
 
 
@@ -58,10 +57,10 @@ def test_integrality_changes_the_choice_of_chip():
     # chip: 1.5 A for US$1.5 (A is cheaper per token). Whole chips: 2 A cost US$2, 1 B US$1.6.
     workloads = [fleet.Workload("w", 1, 1, 0, 15.0)]
     hardware = [fleet.Hardware("a", "A", 1.0, 0.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.6, 0.0, {"w": 15.0})]
-    whole = fleet.assign(workloads, hardware, 0.0).set_index("hardware")
+    whole = fleet.assign(workloads, hardware, 0.0, 1.0).set_index("hardware")
     assert whole["chips"].to_dict() == {"a": 0.0, "b": 1.0}
     assert whole["total_usd_per_hour"].iloc[0] == pytest.approx(1.6)
-    relaxed = fleet.assign(workloads, hardware, 0.0, integral=False).set_index("hardware")
+    relaxed = fleet.assign(workloads, hardware, 0.0, 1.0, integral=False).set_index("hardware")
     assert relaxed["chips"].to_dict() == pytest.approx({"a": 1.5, "b": 0.0})
     assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(1.5)
 
@@ -84,10 +83,10 @@ def test_unservable_workload_is_an_error():
     workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
     hardware = [fleet.Hardware("a", "A", 1.0, 0.0, {"w": 0.0})]
     with pytest.raises(ValueError, match="no assignment"):
-        fleet.assign(workloads, hardware)
+        fleet.assign(workloads, hardware, 0.08, 1.0)
 
 
 def test_figure_rows_are_the_model_plan():
-    frame = figures.fleet_figure().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
+    frame = figures.fleet().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
     plan = fleet.scenario(0.75, 200.0, 0.2)
     assert frame["chips"].to_list() == pytest.approx(plan["chips"].to_list())

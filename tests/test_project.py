@@ -43,7 +43,7 @@ def test_toc_parts_are_numbered_and_list_existing_chapters():
 
 
 def test_chapters_are_myst_text_notebooks_with_code():
-    from perwatt.workshop import chapter_files
+    from perwatt.devtools import chapter_files
 
     executable = chapter_files()
     assert {p.stem for p in executable} >= {"intro", "per-watt", "benchmark-tables", "prefill-decode",

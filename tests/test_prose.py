@@ -11,12 +11,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from perwatt import data, exercises
-from perwatt.workshop import REPO
+from perwatt.devtools import REPO
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.md"))
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perwatt import roofline
+from perwatt import roofline, serving
 
 MODELS = ("gpt-oss-120b", "deepseek-r1", "kimi-k2.5")
 
@@ -67,7 +67,7 @@ def test_decode_is_memory_bound_and_prefill_far_more_intense(name, accelerator):
        st.sampled_from(["1k/1k", "8k/1k", "1k/8k"]))
 def test_within_one_instance_size_batching_trades_interactivity_for_throughput(name, accelerator, workload):
     isl, osl = {"1k/1k": (1024, 1024), "8k/1k": (8192, 1024), "1k/8k": (1024, 8192)}[workload]
-    frame = roofline.frontier(name, accelerator, isl=isl, osl=osl)
+    frame = serving.frontier(name, accelerator, isl=isl, osl=osl)
     for _, group in frame.groupby("chips"):
         assert group["output_tokens_per_s_per_chip"].is_monotonic_increasing
         assert group["tokens_per_s_per_user"].is_monotonic_decreasing
@@ -75,28 +75,28 @@ def test_within_one_instance_size_batching_trades_interactivity_for_throughput(n
 
 def test_less_overlap_and_lower_efficiency_are_slower():
     spec, device = roofline.model_spec("deepseek-r1"), roofline.chip("gb300")
-    base = roofline.serve(spec, device, 64, 8192, 1024)["tpot_s"]
-    serial = roofline.serve(spec, device, 64, 8192, 1024, roofline.Assumptions(overlap=0.0))["tpot_s"]
-    slow = roofline.serve(spec, device, 64, 8192, 1024, roofline.Assumptions(bandwidth_efficiency=0.4))["tpot_s"]
+    base = serving.serve(spec, device, 64, 8192, 1024)["tpot_s"]
+    serial = serving.serve(spec, device, 64, 8192, 1024, roofline.Assumptions(overlap=0.0))["tpot_s"]
+    slow = serving.serve(spec, device, 64, 8192, 1024, roofline.Assumptions(bandwidth_efficiency=0.4))["tpot_s"]
     assert serial > base and slow > base
 
 
 def test_serve_broadcasts_over_a_million_configurations():
     spec, device = roofline.model_spec("kimi-k2.5"), roofline.chip("b300")
-    batch = np.tile(np.array(roofline.BATCHES, dtype=float), 100_000)[:1_000_000]
-    out = roofline.serve(spec, device, batch, 8192.0, 1024.0)
+    batch = np.tile(np.array(serving.BATCHES, dtype=float), 100_000)[:1_000_000]
+    out = serving.serve(spec, device, batch, 8192.0, 1024.0)
     assert out["tpot_s"].shape == (1_000_000,)
     assert np.isfinite(out["output_tokens_per_s_per_chip"]).all()
 
 
 def test_required_bandwidth_is_bytes_per_token_times_rate():
     spec = roofline.model_spec("gpt-oss-120b")
-    need = float(roofline.required_bandwidth("gpt-oss-120b", 22_935, 8704))
+    need = float(serving.required_bandwidth("gpt-oss-120b", 22_935, 8704))
     assert need == pytest.approx(float(roofline.decode_bytes(spec, 1, 8704)) * 22_935)
 
 
 def test_validation_errors_follow_from_the_formula():
-    table = roofline.validation().set_index("measurement_id")
+    table = serving.validation().set_index("measurement_id")
     spec = roofline.model_spec("llama-3.1-8b")
     seconds = float(roofline.decode_bytes(spec, 1, 1024)) / (3.35e12 * roofline.DEFAULTS.bandwidth_efficiency)
     assert table.loc["vllm-8b-h100", "modelled_tpot_ms"] == pytest.approx(seconds * 1000, rel=1e-9)

@@ -12,10 +12,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from perwatt import workshop
+from perwatt import devtools, workshop
 
 REPO = Path(__file__).resolve().parent.parent
-CHAPTERS = [p for p in workshop.chapter_files() if p.stem not in ("intro", "data-dictionary")]
+CHAPTERS = [p for p in devtools.chapter_files() if p.stem not in ("intro", "data-dictionary")]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def test_every_chapter_has_three_exercises_with_hidden_solutions(chapter):
 
 
 def test_handouts_contain_no_solution_text(handouts):
-    for chapter in workshop.chapter_files():
+    for chapter in devtools.chapter_files():
         solutions = re.findall(r"^```\{solution\}.*?\n(.*?)^```", chapter.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
         handout = next(h for h in handouts if h.stem.endswith(chapter.stem))
         text = handout.read_text(encoding="utf-8")
@@ -50,6 +50,7 @@ def test_handouts_contain_no_solution_text(handouts):
         assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
 
 
+@pytest.mark.slow
 def test_handouts_run_top_to_bottom_in_a_fresh_kernel(handouts):
     for handout in handouts:
         notebook = nbformat.read(handout, as_version=4)
@@ -59,6 +60,7 @@ def test_handouts_run_top_to_bottom_in_a_fresh_kernel(handouts):
         assert errors == [], handout.name
 
 
+@pytest.mark.slow
 def test_doctor_passes_on_this_install():
     proc = subprocess.run([sys.executable, "-m", "perwatt", "doctor"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,11 +1,11 @@
 """Benchmark: how fast the serving model evaluates, on this machine, in one run.
 
-Evaluates ``perwatt.roofline.serve`` on one million random configurations (batch, input and
+Evaluates ``perwatt.serving.serve`` on one million random configurations (batch, input and
 output lengths, efficiencies) in one vectorized call, and times a full frontier sweep as a
-figure's widget panel would run it. Prints a table and writes bench/results/model_throughput.json.
+figure's widget panel would run it. Prints a table and writes perf/results/model_throughput.json.
 Timings on a shared machine are noisy: read them as orders of magnitude against the targets.
 
-Run: .venv/bin/python bench/model_throughput.py
+Run: .venv/bin/python perf/model_throughput.py
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perwatt import roofline
+from perwatt import roofline, serving
 
 CONFIGURATIONS = 1_000_000
 TARGET_MILLION_S = 1.0
@@ -39,8 +39,8 @@ def main() -> dict:
     osl = rng.choice([1024.0, 8192.0], CONFIGURATIONS)
     spec = roofline.model_spec("deepseek-r1")
     device = roofline.chip("gb300")
-    million = best_of(3, lambda: roofline.serve(spec, device, batch, isl, osl))
-    frontier = best_of(5, lambda: roofline.frontier("deepseek-r1", "gb300"))
+    million = best_of(3, lambda: serving.serve(spec, device, batch, isl, osl))
+    frontier = best_of(5, lambda: serving.frontier("deepseek-r1", "gb300"))
     report = {
         "configurations": CONFIGURATIONS,
         "million_configurations_s": million,

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import statistics
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
+from perwatt.devtools import CHROMIUM_ARGS, REPO, BUILD_FLAGS, find_chromium, served  # noqa: F401 (shared)
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 RESULTS = HERE / "results"
 
 
@@ -39,20 +36,3 @@ def table(rows: list[tuple[str, float, float, str]]) -> str:
         lines.append(f"{measure:<52}{measured:>12.4g}{target:>10.4g}{measured / target:>8.2f}  {unit}"
                      + ("" if measured <= target else "   MISSED"))
     return "\n".join(lines)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextmanager
-def served(site: Path):
-    """Serve ``site`` on 127.0.0.1 for the duration; yields the base URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()

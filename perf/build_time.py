@@ -4,7 +4,7 @@ Copies the book (the files git tracks) and a fresh `jupyter-book create` templat
 folder, builds each from clean, then edits one sentence of prose in each and rebuilds with the cache.
 Targets: clean build ≤ 3× the empty book; cached rebuild after a prose-only edit ≤ 1.2×.
 
-Run: .venv/bin/python bench/build_time.py
+Run: .venv/bin/python perf/build_time.py
 """
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, table, write
+from _common import BUILD_FLAGS, REPO, table, write
 
-FLAGS = ["--warningiserror", "--nitpick", "--keep-going"]
 JB = str(Path(sys.executable).with_name("jupyter-book"))
 
 
 def build(folder: Path) -> tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.run([JB, "build", str(folder), *FLAGS], capture_output=True, text=True)
+    proc = subprocess.run([JB, "build", str(folder), *BUILD_FLAGS], capture_output=True, text=True)
     return time.perf_counter() - start, proc.returncode
 
 
@@ -51,7 +50,6 @@ def _execution_seconds(cache_path: Path) -> dict[str, float]:
 
 def _fixed_costs(tmp: Path) -> dict[str, float]:
     """Work the book's extension does on every build, timed on its own."""
-    sys.path.insert(0, str(REPO))
     from perwatt import sphinxext
 
     costs = {}

@@ -4,17 +4,12 @@ For each control of each chart, 50 moves (slider steps back and forth, radio and
 in turn): the time from dispatching the input event on the real element to the view having rerun
 its dataflow and redrawn its SVG (the browser paints that at its next frame). Targets: median ≤ 16 ms (one frame), p95 ≤ 33 ms.
 
-Run after `make book`: .venv/bin/python bench/browser_latency.py
+Run after `make book`: .venv/bin/python perf/browser_latency.py
 """
 
 from __future__ import annotations
 
-import sys
-
-from _common import REPO, served, median, percentile, table, write
-
-sys.path.insert(0, str(REPO / "tests"))
-from conftest import CHROMIUM_ARGS, find_chromium  # noqa: E402
+from _common import CHROMIUM_ARGS, REPO, find_chromium, median, percentile, served, table, write
 
 SITE = REPO / "_build" / "html"
 MOVES = 50
@@ -57,7 +52,6 @@ async ([chartId, name, moves]) => {
 def main() -> dict:
     from playwright.sync_api import sync_playwright
 
-    sys.path.insert(0, str(REPO))
     from perwatt import figures
 
     with served(SITE) as base:

@@ -4,17 +4,12 @@ Serves the built site on 127.0.0.1 and opens every page in one Chromium context,
 would, summing the bytes of every response once (the browser caches shared files). A page's own
 bytes are its HTML, inline chart data included. Targets: ≤ 500 KB per page; ≤ 3 MB for the book.
 
-Run after `make book`: .venv/bin/python bench/page_weight.py
+Run after `make book`: .venv/bin/python perf/page_weight.py
 """
 
 from __future__ import annotations
 
-import sys
-
-from _common import REPO, served, table, write
-
-sys.path.insert(0, str(REPO / "tests"))
-from conftest import CHROMIUM_ARGS, find_chromium  # noqa: E402
+from _common import CHROMIUM_ARGS, REPO, find_chromium, served, table, write
 
 SITE = REPO / "_build" / "html"
 PAGE_TARGET, BOOK_TARGET = 500_000, 3_000_000

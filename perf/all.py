@@ -1,6 +1,6 @@
-"""Run every benchmark and write bench/results/report.json. Run after `make book`:
+"""Run every benchmark and write perf/results/report.json. Run after `make book`:
 
-    .venv/bin/python bench/all.py
+    .venv/bin/python perf/all.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ For each figure's panel, 50 updates of one control's value, each timed inside th
 assignment to the new chart having been handed to the widget (model recomputed, spec rebuilt, comm
 message queued). Target: median ≤ 50 ms.
 
-Run: .venv/bin/python bench/widget_latency.py
+Run: .venv/bin/python perf/widget_latency.py
 """
 
 from __future__ import annotations

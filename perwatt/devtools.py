@@ -1,0 +1,141 @@
+"""What the tests, the benchmark scripts and the Makefile share: the build, the table of contents,
+a quiet local server, the browser, and running one chapter.
+
+``python -m perwatt.devtools build [OUT]`` builds the book with the strict flags (the Makefile's
+``make book``); ``python -m perwatt.devtools chapter NAME`` executes one chapter in a fresh kernel
+and reports its first error, in seconds rather than a whole build (``make chapter NAME=...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+#: The strict build: every warning an error, every reference checked, all problems reported.
+BUILD_FLAGS = ("--warningiserror", "--nitpick", "--keep-going")
+
+
+def jupyter_book() -> str:
+    return str(Path(sys.executable).with_name("jupyter-book"))
+
+
+def build(out: Path | None = None, *extra: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    """Build the book strictly, into ``out`` (a fresh folder) or the repository's own ``_build``."""
+    where = ["--path-output", str(out)] if out is not None else []
+    env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
+    return subprocess.run([jupyter_book(), "build", str(REPO), *where, *BUILD_FLAGS, *extra],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def toc_files() -> list[str]:
+    """Every file in _toc.yml, in reading order (without the .md)."""
+    import yaml
+
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    return [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part["chapters"]]
+
+
+def front_matter(text: str) -> str:
+    return text.split("---", 2)[1] if text.startswith("---") else ""
+
+
+def chapter_files() -> list[Path]:
+    """The executable chapters (those with a kernelspec), in reading order."""
+    paths = [REPO / f"{f}.md" for f in toc_files()]
+    return [p for p in paths if "kernelspec:" in front_matter(p.read_text(encoding="utf-8"))]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # A page closed mid-download (the browser moving on) is not a failure of the site.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+@contextmanager
+def served(site: Path) -> Iterator[str]:
+    """Serve ``site`` on 127.0.0.1 for the duration; yields the base URL."""
+    server = _Server(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+#: As root and without a network, Chromium needs these to start cleanly and stay quiet.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+NO_BROWSER = ("No Chromium found for the browser tests. Install one: on Debian or Ubuntu "
+              "`sudo apt-get install chromium`; elsewhere `.venv/bin/python -m playwright install chromium` "
+              "(needs internet); or point PERWATT_CHROMIUM at a Chromium or Chrome binary.")
+
+
+def find_chromium() -> str | None:
+    """A system Chromium, or None to let Playwright use its own download."""
+    explicit = os.environ.get("PERWATT_CHROMIUM")
+    if explicit:
+        return explicit
+    for name in CHROMIUM_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def run_chapter(name: str, timeout: float = 300) -> tuple[float, str | None]:
+    """Execute one chapter, as the build would, in a fresh kernel: (seconds, first error or None)."""
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    path = REPO / "chapters" / f"{name.removesuffix('.md')}.md"
+    if not path.exists():
+        names = sorted(p.stem for p in chapter_files())
+        raise SystemExit(f"no chapter {name!r}; chapters: {', '.join(names)}")
+    notebook = jupytext.read(path)
+    os.environ["PERWATT_RENDER"] = "static"  # as the build renders charts
+    start = time.perf_counter()
+    try:
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    except CellExecutionError as err:
+        return time.perf_counter() - start, str(err).strip().splitlines()[-1]
+    return time.perf_counter() - start, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m perwatt.devtools", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build the book strictly into _build/html")
+    chapter = commands.add_parser("chapter", help="execute one chapter and report its first error")
+    chapter.add_argument("name", help="a chapter file's name, e.g. per-watt")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
+        return subprocess.run([jupyter_book(), "build", str(REPO), *BUILD_FLAGS], env=env).returncode
+    seconds, error = run_chapter(args.name)
+    print(f"{args.name}: {'ran cleanly' if error is None else 'failed: ' + error} in {seconds:.1f} s")
+    return 0 if error is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

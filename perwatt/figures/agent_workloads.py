@@ -1,0 +1,114 @@
+"""Figures of the agents-and-load chapter: one agent task, and one serving instance under load."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from perwatt import agents, catalog, data, load
+from perwatt.figures.kit import PHASE_COLOURS, STATISTIC_COLOURS, SYSTEM_COLOURS, colour, figure, framed, tooltips
+from perwatt.interactive import Control, InteractiveFigure
+
+#: The model whose agent task the chapter follows.
+AGENT_MODEL = "deepseek-r1"
+
+
+def agent_task_frame(steps: int, context_growth: float, cache_hit: float, tool_s: float) -> pd.DataFrame:
+    """Each system's task time split into its parts (one row per system and part)."""
+    wide = agents.task_comparison(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)
+    long = wide.melt(id_vars=["system", "system_label", "latency_s", "energy_j", "latency_advantage"],
+                     value_vars=["prefill_s", "decode_s", "tool_total_s"], var_name="component", value_name="seconds")
+    long["component"] = long["component"].map({"prefill_s": "prefill", "decode_s": "decode", "tool_total_s": "tools"})
+    long["energy_kj"] = long["energy_j"] / 1000
+    return long
+
+
+def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x_scale = alt.Scale(domain=[0, float(grid["latency_s"].max()) * 1.25], nice=False)
+    y = alt.Y("system_label:N", title=None, sort=list(SYSTEM_COLOURS))
+    bars = base.mark_bar(height=28).encode(
+        x=alt.X("seconds:Q", title="Task latency, s", scale=x_scale, stack="zero"), y=y,
+        color=colour("component", "Time spent in", PHASE_COLOURS), order=alt.Order("component:N", sort="descending"),
+        tooltip=tooltips(("system_label:N", "System"), ("component:N", "Part"), ("seconds:Q", "Seconds", ",.1f")))
+    totals = base.transform_filter("datum.component == 'decode'").mark_text(align="left", dx=6, fontSize=12).encode(
+        x=alt.X("latency_s:Q", scale=x_scale), y=y, text="summary:N")
+    chart = alt.layer(bars, totals).transform_calculate(
+        summary="format(datum.latency_s, ',.1f') + ' s, ' + format(datum.energy_kj, ',.2f') + ' kJ'")
+    return framed(chart, "One agent task: where the time goes",
+                  "DeepSeek R1: prefill of uncached context, decode of outputs, tool time.", 420, alt.Step(40))
+
+
+@figure
+def agent_task() -> InteractiveFigure:
+    """Stacked bars: the latency of one agent task on Jalapeño and on its NVIDIA baseline, split into
+    prefill, decode and tool time, with the task's energy, for DeepSeek R1 and the chosen number of
+    calls, context growth per call, prefix-cache hit rate and tool time."""
+    return InteractiveFigure(
+        controls=(
+            Control("steps", "Model calls per task:", (1, 5, 10, 25, 50), 10, "select"),
+            Control.slider("context_growth", "Context added per call, tokens:", 0, 4000, 1000, 1000, decimals=0),
+            Control.slider("cache_hit", "Prefix-cache hit rate:", 0.0, 0.9, 0.3, 0.6, decimals=1),
+            Control.slider("tool_s", "Tool time between calls, s:", 0, 10, 5, 5, decimals=0),
+        ),
+        compute=agent_task_frame, draw=_draw_agent_task,
+        keys=("system", "component"), values=("seconds", "latency_s", "energy_j"), ships=("system_label", "energy_kj"))
+
+
+#: The arrival rates the load figure offers, requests/s.
+LOAD_RATES = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+#: Idle draw the load figure offers, as a share of the rating (the default comes from assumptions.csv).
+IDLE_SHARES = (0.1, 0.2, 0.5, 1.0)
+
+
+@data.cached
+def _load_curve(max_batch: int) -> pd.DataFrame:
+    return load.load_curve(max_batch, LOAD_RATES)
+
+
+def serving_load_frame(max_batch: int, arrival_rate: float, idle_power_fraction: float) -> pd.DataFrame:
+    """The whole load curve for one batch cap, the chosen rate marked, with energy per token."""
+    frame = _load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
+    frame["joules_per_output_token"] = load.joules_per_output_token(
+        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+        idle_power_fraction)
+    frame["selected"] = np.isclose(frame["rate_rps"], arrival_rate)
+    return frame
+
+
+def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("rate_rps:Q", title="Arrival rate, requests/s (log)",
+              scale=alt.Scale(type="log", domain=[LOAD_RATES[0], LOAD_RATES[-1]], nice=False))
+    y_scale = alt.Scale(type="log", domain=[float(grid["p50_s"].min()) / 1.5, float(grid["p99_s"].max()) * 1.5],
+                        nice=False)
+    lines = base.transform_fold(["p50_s", "p99_s"], as_=["statistic", "latency"]).mark_line(point=True).encode(
+        x=x, y=alt.Y("latency:Q", title="Request latency, s (log)", scale=y_scale),
+        color=colour("statistic", "Latency", STATISTIC_COLOURS,
+                     labelExpr="datum.label == 'p50_s' ? 'median' : '99th percentile'"))
+    chosen = base.transform_filter("datum.selected")
+    rule = chosen.mark_rule().encode(x=x)
+    text = chosen.mark_text(align="left", dx=6, y=12, fontSize=12).encode(x=x, text="summary:N")
+    chart = alt.layer(lines, rule, text).transform_calculate(
+        summary="format(datum.throughput_tokens_per_s, ',.0f') + ' tok/s, p99 ' + format(datum.p99_s, '.2f') "
+                "+ ' s, ' + format(datum.joules_per_output_token, '.2f') + ' J/token'")
+    return framed(chart, "One serving instance under rising load",
+                  f"{load.LOAD_MODEL} on {catalog.accelerator_label(load.LOAD_ACCELERATOR)}, continuous batching, "
+                  f"{catalog.workload()['isl_tokens']:,}-token prompts, {load.LOAD_OSL}-token outputs.", 440, 260)
+
+
+@figure
+def serving_load() -> InteractiveFigure:
+    """Line chart on log axes: median and 99th-percentile request latency of one simulated serving
+    instance against the arrival rate, for the chosen cap on the batch size, with the throughput, tail
+    latency and energy per output token at the chosen arrival rate; busy chips are charged their rated
+    power and idle chips the chosen share of it."""
+    return InteractiveFigure(
+        controls=(
+            Control("max_batch", "Largest batch:", (1, 16, 128), 16, "select"),
+            Control("arrival_rate", "Arrival rate, requests/s:", LOAD_RATES, 4.0, "select"),
+            Control("idle_power_fraction", "Idle draw, share of rated power (assumed):", IDLE_SHARES,
+                    catalog.assumption("idle_power_fraction"), "select"),
+        ),
+        compute=serving_load_frame, draw=_draw_serving_load,
+        keys=("rate_rps",), values=("p50_s", "p99_s", "throughput_tokens_per_s", "joules_per_output_token"),
+        ships=("selected",))

@@ -1,0 +1,127 @@
+"""Figures of the prefill-and-decode chapter: the roofline, the frontier and the implied bandwidth."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from perwatt import catalog, data, serving
+from perwatt import roofline as roofline_model
+from perwatt.figures.kit import (PHASE_COLOURS, ROOF_COLOUR, SYSTEM_COLOURS, accelerator_control, colour, figure, framed,
+                                 log_scale, model_control, model_order, precision_control, tooltips)
+from perwatt.interactive import Control, InteractiveFigure
+
+
+def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
+    """The roof of one chip and the two phases on it, labelled."""
+    frame = roofline_model.roofline_points(model, accelerator, batch)
+    isl = int(catalog.workload()["isl_tokens"])
+    frame["label"] = frame["point"].map({"prefill": f"prefill ({isl:,}-token prompt)",
+                                         "decode": f"decode (batch {batch})"})
+    return frame
+
+
+def _draw_roofline(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("intensity:Q", title="Arithmetic intensity, FLOP per byte (log)",
+              scale=alt.Scale(type="log", domain=[1, 1e5], nice=False))
+    y_scale = alt.Scale(type="log", domain=[1, float(grid["tflops"].max()) * 1.5], nice=False)
+    roof = base.transform_filter("datum.series == 'roof'").mark_line(color=ROOF_COLOUR, strokeWidth=2).encode(
+        x=x, y=alt.Y("tflops:Q", title="Attainable TFLOP/s (log)", scale=y_scale), order="intensity:Q")
+    phases = base.transform_filter("datum.series == 'phase'")
+    tooltip = tooltips(("label:N", "Phase"), ("intensity:Q", "FLOP/byte", ",.1f"),
+                       ("tflops:Q", "Attainable TFLOP/s", ",.0f"), ("bound:N", "Bound"))
+    points = phases.mark_point(filled=True, size=160).encode(
+        x=x, y=alt.Y("tflops:Q", scale=y_scale),
+        color=colour("point", "Phase", {k: PHASE_COLOURS[k] for k in ("prefill", "decode")}), tooltip=tooltip)
+    labels = phases.mark_text(align="left", dx=10, dy=-8, fontSize=12).encode(
+        x=x, y=alt.Y("tflops:Q", scale=y_scale), text="label:N")
+    return framed(alt.layer(roof, points, labels), "Roofline: where prefill and decode sit",
+                  "Left of the bend, memory bandwidth limits; right of it, compute.", 460, 280)
+
+
+@figure
+def roofline() -> InteractiveFigure:
+    """Log-log roofline: attainable TFLOP/s against arithmetic intensity for the chosen accelerator,
+    with the prefill of one prompt of the table's workload and one decode step at the chosen batch size
+    placed on it."""
+    return InteractiveFigure(
+        controls=(model_control(), accelerator_control(),
+                  Control("batch", "Decode batch size:", serving.BATCHES, 1, "select")),
+        compute=roofline_frame, draw=_draw_roofline,
+        keys=("series", "point"), values=("intensity", "tflops"), ships=("label", "bound"))
+
+
+def frontier_frame(model: str, accelerator: str, precision: str, workload: str) -> pd.DataFrame:
+    """The frontier of one model on one chip: the batch sizes no other batch beats on both axes."""
+    w = catalog.workload(workload)
+    frame = serving.frontier(model, accelerator, precision, float(w["isl_tokens"]), float(w["osl_tokens"]))
+    return frame[frame["efficient"]].reset_index(drop=True)
+
+
+def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("tokens_per_s_per_user:Q", title="Interactivity: tokens/s per user (log)",
+              scale=log_scale(grid["tokens_per_s_per_user"], 1.3))
+    y = alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip (log)",
+              scale=log_scale(grid["output_tokens_per_s_per_chip"], 1.3))
+    tooltip = tooltips(("batch:Q", "Batch"), ("chips:Q", "Chips per instance"),
+                       ("tokens_per_s_per_user:Q", "Tokens/s per user", ",.0f"),
+                       ("output_tokens_per_s_per_chip:Q", "Output tokens/s per chip", ",.0f"),
+                       ("ttft_s:Q", "Mean TTFT, s", ".2f"), ("joules_per_output_token:Q", "J per output token", ".3f"))
+    line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60), color=SYSTEM_COLOURS["GB200"]).encode(
+        x=x, y=y, order="batch:Q", tooltip=tooltip)
+    labels = base.transform_filter("indexof([1, 8, 64, 512], datum.batch) >= 0").mark_text(
+        align="left", dx=7, dy=-7, fontSize=11).encode(x=x, y=y, text=alt.Text("batch:Q", format="d"))
+    return framed(alt.layer(line, labels), "Throughput against interactivity across batch sizes",
+                  ["Each point is a batch size (some labelled). Up and right is better.",
+                   "Batch sizes beaten on both axes by another are left out."], 460, 280)
+
+
+@figure
+def frontier() -> InteractiveFigure:
+    """Line chart on log-log axes: output tokens per second per chip against tokens per second per user,
+    one point per batch size from 1 to 1,024 that no other batch size beats on both, for the chosen
+    model, accelerator, weight precision and workload."""
+    return InteractiveFigure(
+        controls=(model_control(), accelerator_control(), precision_control(),
+                  Control("workload", "Workload (input/output):", tuple(data.load("workloads")["workload"]),
+                          catalog.table_workload(), "select")),
+        compute=frontier_frame, draw=_draw_frontier, keys=("batch",),
+        values=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
+        ships=("chips", "ttft_s", "joules_per_output_token"),
+        frontier=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"))
+
+
+def implied_bandwidth_frame(precision: str, kv: str) -> pd.DataFrame:
+    return serving.implied_bandwidth(precision, include_kv=kv == "with_kv")
+
+
+def _draw_implied_bandwidth(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x_scale = alt.Scale(type="log", domain=[1, float(grid["required_tb_s"].max()) * 2], nice=False)
+    y = alt.Y("model_label:N", title=None, sort=model_order())
+    tooltip = tooltips(("model_label:N", "Model"), ("interactivity:Q", "Reported tokens/s per user", ",.0f"),
+                       ("required_tb_s:Q", "Bandwidth needed, TB/s", ",.0f"),
+                       ("hbm_equivalents:Q", "GB300s' worth of HBM bandwidth", ",.1f"))
+    bars = base.mark_bar(color=SYSTEM_COLOURS["Jalapeño"], height=24).encode(
+        x=alt.X("required_tb_s:Q", title="Memory bandwidth one user's stream needs, TB/s (log)", scale=x_scale),
+        x2=alt.datum(1),  # a log axis has no zero: bars start at the axis's left end
+        y=y, tooltip=tooltip)
+    labels = base.mark_text(align="left", dx=4, fontSize=12).encode(
+        x=alt.X("required_tb_s:Q", scale=x_scale), y=y, text="label:N")
+    reference = base.mark_rule().encode(x=alt.X("reference_tb_s:Q", scale=x_scale))
+    chart = alt.layer(bars, labels, reference).transform_calculate(
+        label="format(datum.required_tb_s, ',.0f') + ' TB/s = ' + format(datum.hbm_equivalents, '.0f') + ' GB300s'")
+    return framed(chart, "Bandwidth implied by Jalapeño's tokens/s per user",
+                  "Batch 1, no speculative decoding. Dashed line: one GB300's HBM.", 420, 140)
+
+
+@figure
+def implied_bandwidth() -> InteractiveFigure:
+    """Bar chart on a log axis: for each model, the memory bandwidth one user's stream would need to
+    reach Jalapeño's reported tokens per second per user at batch 1 without speculative decoding, beside
+    one GB300's HBM bandwidth."""
+    return InteractiveFigure(
+        controls=(precision_control(),
+                  Control("kv", "Count:", ("weights_only", "with_kv"), "with_kv", "radio",
+                          ("weights only", "weights and the KV cache of a mean 8k/1k request"))),
+        compute=implied_bandwidth_frame, draw=_draw_implied_bandwidth,
+        keys=("model",), values=("required_tb_s", "hbm_equivalents"), ships=("model_label", "interactivity", "reference_tb_s"))
