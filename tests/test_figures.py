@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perwatt import accounting, catalog, figures, metrics, render, serving
-from perwatt.interactive import SHIPPED_RTOL, Control
+from perwatt.interactive import SHIPPED_RTOL, Control, InteractiveFigure
 
 FIGURES = {f.name: f for f in figures.all_figures()}
 
@@ -224,3 +224,25 @@ def test_pareto_filter_known_case():
     # (1, 5) and (3, 3) trade off; (2, 2) loses to (3, 3) on both; (3, 3) twice: neither beats the other.
     mask = serving.pareto_efficient([1, 2, 3, 3], [5, 2, 3, 3])
     assert mask.tolist() == [True, False, True, True]
+
+
+def test_a_decorated_function_is_a_registered_named_described_figure():
+    from perwatt.figures import kit
+
+    before = list(kit.REGISTRY)
+    try:
+        @kit.figure
+        def toy_figure() -> InteractiveFigure:
+            """A toy chart, described
+            over two lines."""
+            return InteractiveFigure(controls=(Control("k", "K:", (1, 2), 1, "select"),),
+                                     compute=lambda k: pd.DataFrame({"row": [1], "v": [float(k)]}),
+                                     draw=lambda base, grid: base.mark_point().encode(x="v:Q"),
+                                     keys=("row",), values=("v",))
+
+        made = toy_figure()
+        assert kit.REGISTRY[-1] is toy_figure and len(kit.REGISTRY) == len(before) + 1
+        assert made.name == "toy-figure" and made.description == "A toy chart, described over two lines."
+        assert made.frame(k=2)["v"].tolist() == [2.0]
+    finally:
+        kit.REGISTRY[:] = before

@@ -1,26 +1,22 @@
 """The book's interactive figures, one module per chapter over a shared kit.
 
 Each figure is one function decorated with :func:`perwatt.figures.kit.figure` in its chapter's
-module; importing this package registers them all. Chapters call the functions by name
-(``figures.power_basis().show()``); tests and benchmarks iterate :func:`all_figures`.
+module. Importing this package imports the chapter modules, which registers every figure, and
+makes each one callable by name here (``figures.power_basis().show()``), with no list to keep.
+Tests and benchmarks iterate :func:`all_figures`.
 """
 
 from __future__ import annotations
 
-# Imported in chapter order: the registry lists figures in the order they are defined.
-from perwatt.figures.per_watt import energy_cost, power_basis  # isort: skip
-from perwatt.figures.benchmark_tables import latency_audit, users_per_chip  # isort: skip
-from perwatt.figures.prefill_decode import frontier, implied_bandwidth, roofline  # isort: skip
-from perwatt.figures.speculative_decoding import (SPEC_ACCELERATOR, SPEC_MODEL, speculation_batch,  # isort: skip
-                                                  speedup_surface)
-from perwatt.figures.agent_workloads import AGENT_MODEL, agent_task, serving_load, serving_load_frame  # isort: skip
-from perwatt.figures.fleet import fleet  # isort: skip
-from perwatt.figures.kit import REGISTRY  # isort: skip
+# Imported in chapter order: the registry lists figures in the order the chapters show them.
+from perwatt.figures import per_watt, benchmark_tables, prefill_decode  # noqa: F401  # isort: skip
+from perwatt.figures import speculative_decoding, agent_workloads, fleet_choices  # noqa: F401  # isort: skip
+from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
+from perwatt.figures.kit import REGISTRY
+from perwatt.figures.speculative_decoding import SPEC_ACCELERATOR, SPEC_MODEL  # noqa: F401
 from perwatt.interactive import InteractiveFigure
 
-__all__ = ["AGENT_MODEL", "SPEC_ACCELERATOR", "SPEC_MODEL", "agent_task", "all_figures", "by_name", "energy_cost",
-           "fleet", "frontier", "implied_bandwidth", "latency_audit", "power_basis", "roofline",
-           "serving_load", "serving_load_frame", "speculation_batch", "speedup_surface", "users_per_chip"]
+globals().update({factory.__name__: factory for factory in REGISTRY})
 
 
 def all_figures() -> list[InteractiveFigure]:
