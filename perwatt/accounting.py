@@ -52,6 +52,29 @@ def implied_chip_throughput() -> pd.DataFrame:
     return catalog.label(out)
 
 
+def per_chip_comparison(basis: str = "chip_rated") -> pd.DataFrame:
+    """Jalapeño's tokens/s per chip against its own baseline's, both implied on one power ``basis``.
+
+    One row per model, matched to its baseline by name (never by position). ``ratio`` below 1
+    means Jalapeño serves fewer tokens per chip; ``more_chips_pct`` is how many more Jalapeño
+    chips the same throughput would then take.
+    """
+    implied = implied_chip_throughput()
+    per_chip = implied[implied["basis"] == basis].set_index(["model", "system"])["tokens_per_s"]
+    rows = [{"model": model, "baseline": baseline,
+             "jalapeno_tokens_per_s": per_chip[(model, catalog.CANDIDATE)],
+             "baseline_tokens_per_s": per_chip[(model, baseline)]}
+            for model, baseline in catalog.baselines().items()]
+    out = pd.DataFrame(rows)
+    known = out["jalapeno_tokens_per_s"].notna() & out["baseline_tokens_per_s"].notna()
+    out["ratio"] = np.nan
+    out.loc[known, "ratio"] = metrics.ratio(out.loc[known, "jalapeno_tokens_per_s"],
+                                            out.loc[known, "baseline_tokens_per_s"])
+    out["more_chips_pct"] = (1 / out["ratio"] - 1) * 100
+    out["note"] = np.where(known, "", f"no {basis} power is published for one side of the pair")
+    return out
+
+
 def basis_comparison(published_basis: PublishedBasis, jalapeno_power_w: float,
                      baseline_basis: BaselineBasis) -> pd.DataFrame:
     """Jalapeño ÷ baseline tokens/s/kW when each side is charged a chosen power.
@@ -125,12 +148,14 @@ def same_overhead_comparison(published_basis: PublishedBasis) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def hardware_and_energy_cost(price_usd_per_kwh: float, pue: float) -> pd.DataFrame:
+def hardware_and_energy_cost(price_usd_per_kwh: float, pue: float,
+                             energy_basis: BaselineBasis = "chip_rated") -> pd.DataFrame:
     """Rental and electricity cost per million tokens, for systems with a known hourly price.
 
-    Tokens/s per GPU assume the published TPS/kW divided by the GPU's rating; electricity
-    uses the published TPS/kW as it stands. Systems without a sourced hourly price are left
-    out, not estimated.
+    Tokens/s per GPU assume the published TPS/kW divided by the GPU's rating. Electricity charges
+    each GPU the power of ``energy_basis``: its rating (the published TPS/kW as it stands) or
+    InferenceX's all-in watts, which already include the facility, so pass ``pue=1`` with them.
+    Systems without a sourced hourly price are left out, not estimated.
     """
     prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"])
     table = catalog.results().merge(prices[["system", "price_usd_per_gpu_hour"]], on="system")
@@ -138,8 +163,9 @@ def hardware_and_energy_cost(price_usd_per_kwh: float, pue: float) -> pd.DataFra
     table["tokens_per_s"] = metrics.chip_throughput(table["tps_per_kw"], rated_w)
     table["hardware_usd_per_million_tokens"] = metrics.hardware_cost_per_million_tokens(
         table["price_usd_per_gpu_hour"], table["tokens_per_s"])
-    table["energy_usd_per_million_tokens"] = metrics.energy_cost_per_million_tokens(
-        metrics.joules_per_token(table["tps_per_kw"]), price_usd_per_kwh, pue)
+    charged_w = table["system"].map(lambda s: catalog.power_w(s, energy_basis))
+    joules = metrics.joules_per_token(table["tps_per_kw"]) * charged_w / rated_w
+    table["energy_usd_per_million_tokens"] = metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh, pue)
     table["hardware_to_energy"] = metrics.ratio(table["hardware_usd_per_million_tokens"],
                                                 table["energy_usd_per_million_tokens"])
     return table

@@ -9,6 +9,7 @@ against a value worked out by hand. No answer is typed into a chapter.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from perwatt import accounting, agents, benchmark, catalog, data, figures, fleet, metrics, roofline, serving, speculative
 
@@ -33,13 +34,8 @@ def per_watt_ex_convert(tps_per_kw: float = 20_000.0, price_usd_per_kwh: float =
 
 def per_watt_ex_per_chip() -> dict:
     """Jalapeño's tokens/s per chip over its baseline's, both divided by chip ratings."""
-    implied = accounting.implied_chip_throughput()
-    rated = implied[implied["basis"] == "chip_rated"].set_index(["model", "system"])["tokens_per_s"]
-    out = {}
-    for model, key in (("deepseek-r1", "dsr1"), ("kimi-k2.5", "kimi"), ("gpt-oss-120b", "gpt")):
-        per_model = rated.xs(model, level="model")
-        out[key] = per_model[catalog.CANDIDATE] / per_model.drop(catalog.CANDIDATE).iloc[0]
-    return out
+    ratio = accounting.per_chip_comparison("chip_rated").set_index("model")["ratio"]
+    return {"dsr1": ratio["deepseek-r1"], "kimi": ratio["kimi-k2.5"], "gpt": ratio["gpt-oss-120b"]}
 
 
 def tables_ex_rounding() -> dict:
@@ -59,10 +55,13 @@ def tables_ex_rounding() -> dict:
 
 
 def tables_ex_osl() -> dict:
-    """The longest whole number of output tokens the GB200's gpt-oss-120b figures allow."""
-    audit = benchmark.latency_audit(benchmark.book_results(), catalog.lengths().osl_mean)
-    row = audit.set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200")]
-    return {"latency": row["e2e_latency_s"], "rate": row["interactivity"], "max_osl": row["max_consistent_osl"]}
+    """The slowest speed per user at which the GB300's DeepSeek R1 latency fits the shortest output."""
+    shortest = catalog.lengths().osl_min
+    row = catalog.results().set_index(["model", "system"]).loc[("deepseek-r1", "gb300")]
+    # latency ≥ output tokens ÷ speed, one step each, so speed ≥ output tokens ÷ latency.
+    min_rate = shortest / row["e2e_latency_s"]
+    return {"latency": row["e2e_latency_s"], "rate": row["interactivity"], "osl": shortest, "min_rate": min_rate,
+            "shortfall": (1 - row["interactivity"] / min_rate) * 100}
 
 
 def tables_ex_byon(new_latency_s: float = 2.60) -> dict:
@@ -122,21 +121,18 @@ def spec_ex_ceiling(alpha: float = 0.6, within: float = 0.95) -> dict:
     return {"alpha": alpha, "limit": limit, "gamma": gamma, "within_pct": within * 100}
 
 
-def spec_ex_crossover(high_alpha: float = 0.9, high_c: float = 0.3) -> dict:
-    """Where speculation stops paying: at the defaults, with better drafts, and with costlier ones."""
+def spec_ex_crossover(gamma_to: int = 1) -> dict:
+    """Speed-up at batch 1 and the crossover batch at the figure's draft length and a shorter one."""
     figure = figures.speculation_batch()
-    base = float(figure.frame()["crossover_batch"].iloc[0])
-    alpha = float(figure.frame(alpha=high_alpha)["crossover_batch"].iloc[0])
-    costly = float(figure.frame(c=high_c)["crossover_batch"].iloc[0])
-    defaults = figure.defaults()
-    alpha_moves, c_moves = alpha - base, base - costly
-    return {"base": base, "alpha": alpha, "c": costly, "alpha_from": defaults["alpha"], "alpha_to": high_alpha,
-            "c_from": defaults["c"], "c_to": high_c, "alpha_moves": alpha_moves, "c_moves": c_moves,
-            "winner": "The acceptance rate" if alpha_moves > c_moves else "The draft cost"}
+    gamma_from = int(figure.defaults()["gamma"])
+    long, short = figure.frame(), figure.frame(gamma=float(gamma_to))
+    return {"gamma_from": gamma_from, "gamma_to": gamma_to,
+            "b1_long": float(long["speedup"].iloc[0]), "b1_short": float(short["speedup"].iloc[0]),
+            "cross_long": float(long["crossover_batch"].iloc[0]), "cross_short": float(short["crossover_batch"].iloc[0])}
 
 
 def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
-    """How far each system's task latency falls when the prefix-cache hit rate rises from cold to warm."""
+    """The answer to the chapter's cache prompt: how far each system's task latency falls when the prefix-cache hit rate rises from cold to warm."""
     d = figures.agent_task().defaults()
 
     def latency(hit: float):
@@ -145,6 +141,21 @@ def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
 
     drop = latency(cold) - latency(warm)
     return {"cold": cold, "warm": warm, "drop_jal": drop["jalapeno"], "drop_base": drop["gb300"]}
+
+
+def agents_ex_tools(tool_lo: float = 0.0, tool_hi: float = 10.0) -> dict:
+    """The task-latency advantage with no tool time and with ``tool_hi`` seconds between calls."""
+    d = figures.agent_task().defaults()
+
+    def task(tool_s: float) -> pd.DataFrame:
+        return agents.task_comparison(figures.AGENT_MODEL, d["steps"], d["context_growth"], d["cache_hit"],
+                                      tool_s).set_index("system")
+
+    lo, hi = task(tool_lo), task(tool_hi)
+    return {"tool_lo": tool_lo, "tool_hi": tool_hi,
+            "adv_lo": lo["latency_advantage"].iloc[0], "adv_hi": hi["latency_advantage"].iloc[0],
+            "tools_total": hi["tool_total_s"].iloc[0],
+            "gap_s": hi.loc["gb300", "latency_s"] - hi.loc["jalapeno", "latency_s"]}
 
 
 def agents_ex_minute(output_tokens: int = 1024, gap_s: float = 60.0) -> dict:

@@ -189,9 +189,7 @@ class InteractiveFigure:
         if with_table:
             # The default setting's rows travel with the static chart, as the table a reader
             # without the chart (a screen reader, a printout) gets instead.
-            table = self.frame()[[*self.keys, *self.values]]
-            rows = [[_cell(v) for v in row] for row in table.itertuples(index=False)]
-            meta["table"] = {"columns": list(table.columns), "rows": rows}
+            meta["table"] = render.table_meta(self.frame()[[*self.keys, *self.values]])
         return {"perwatt": meta}
 
     def _finish(self, chart: alt.TopLevelMixin, with_table: bool = False) -> alt.TopLevelMixin:
@@ -224,16 +222,6 @@ class InteractiveFigure:
         controls recompute it in the browser), the live panel in a kernel (they recompute it
         through Python). Never both, and never a control that does nothing."""
         return self.chart() if render.is_static() else FigurePanel(self)
-
-
-def _cell(value: Any) -> str:
-    """A table cell as text: numbers to four significant digits, unknowns empty."""
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        if pd.isna(value):
-            return ""
-        number = float(value)
-        return f"{number:,.0f}" if abs(number) >= 1000 else f"{number:.4g}"
-    return str(value)
 
 
 def csv_data(frame: pd.DataFrame) -> alt.InlineData:

@@ -76,6 +76,23 @@ def _alternative(description: str, table: dict | None) -> str:
     return "".join(parts)
 
 
+def _cell(value: object) -> str:
+    """A table cell as text: numbers to four significant digits, unknowns empty."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        number = float(value)
+        if np.isnan(number):
+            return ""
+        return f"{number:,.0f}" if abs(number) >= 1000 else f"{number:.4g}"
+    return str(value)
+
+
+def table_meta(frame) -> dict:
+    """A chart's values as the table a reader without the chart gets (a screen reader, a printout),
+    carried in the spec's ``usermeta`` and written out by :func:`chart_html`."""
+    return {"columns": [str(c) for c in frame.columns],
+            "rows": [[_cell(v) for v in row] for row in frame.itertuples(index=False)]}
+
+
 def static_renderer(spec: dict, **metadata: object) -> dict[str, str]:
     """Altair renderer for the static site: HTML only, no CDN, no inline code."""
     return {"text/html": chart_html(spec)}

@@ -141,7 +141,7 @@ def _printed(value: float, decimals: int) -> str:
     return f"{value:,.{int(decimals)}f}"
 
 
-def ratio_checks(checks: pd.DataFrame) -> Styler:
+def ratio_checks(checks: pd.DataFrame, table_id: str = "ratio-checks") -> Styler:
     """Recomputed ratios beside the printed ones, with the rounding verdict."""
     table = catalog.label(checks)
     table["metric_label"] = table["metric"].map(lambda m: benchmark.METRICS[m].label)
@@ -159,7 +159,7 @@ def ratio_checks(checks: pd.DataFrame) -> Styler:
         },
         caption="Each ratio recomputed from the two printed figures (latency: baseline ÷ Jalapeño, "
         "so above 1 favours Jalapeño), rounded as printed, and checked.",
-        table_id="ratio-checks",
+        table_id=table_id,
     )
 
 
@@ -183,7 +183,7 @@ def derived(frame: pd.DataFrame) -> Styler:
     )
 
 
-def claims(reconciled: pd.DataFrame) -> Styler:
+def claims(reconciled: pd.DataFrame, table_id: str = "claims") -> Styler:
     """Every range claim beside what the table supports."""
     table = reconciled.copy()
     table["source"] = table["source_id"].map(data.load("sources").set_index("source_id")["title"])
@@ -207,7 +207,7 @@ def claims(reconciled: pd.DataFrame) -> Styler:
         caption="Every range, headline figure and checkable statement in the three articles, beside "
         "the range the published table gives for the same metric. Status: checked against the table, "
         "not checkable with published data, or contradicted by a cited source.",
-        table_id="claims",
+        table_id=table_id,
     )
 
 

@@ -9,6 +9,7 @@ data behind the chart's marks changed and equals the Python model at that settin
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -353,3 +354,18 @@ def test_charts_draw_on_a_page_opened_from_disk(site, browser):
         assert errors == [] and off_disk == []
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+def test_the_checklist_prints_on_one_sheet(site_url, browser, paper):
+    """The checklist is meant to be carried away: printed, it fits one sheet, content only."""
+    visit = PageVisit(browser, site_url, "chapters/checklist.html")
+    try:
+        visit.page.emulate_media(media="print")
+        assert not visit.page.locator(".bd-sidebar-primary").is_visible()
+        assert visit.page.get_by_text("Which watts?").is_visible()
+        pdf = visit.page.pdf(format=paper, margin={"top": "12mm", "bottom": "12mm", "left": "12mm", "right": "12mm"})
+        # Each page of a PDF is one object of type /Page (the page tree is /Pages).
+        assert len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf)) == 1
+    finally:
+        visit.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -119,13 +120,22 @@ def test_prose_numbers_come_from_the_model(site):
     pairs = accounting.pairs()
     intro = (site / "chapters" / "intro.html").read_text(encoding="utf-8")
     assert f"{pairs['recomputed_ratio'].min():.2f}" in intro
+    # Each per-chip ratio sits beside the name of its own baseline and model.
+    text = re.sub(r"<[^>]+>", "", page)
+    per_chip = accounting.per_chip_comparison().set_index("model")["ratio"]
+    said = re.search(r"\((\d\.\d\d) times\s+the GB300 on DeepSeek R1 and (\d\.\d\d) on Kimi K2\.5\), and more on\s+"
+                     r"gpt-oss-120b \((\d\.\d\d) times the GB200\)", text)
+    assert said, "the per-chip sentence has changed shape; update this test with it"
+    assert said.groups() == tuple(f"{per_chip[m]:.2f}" for m in ("deepseek-r1", "kimi-k2.5", "gpt-oss-120b"))
 
 
 def test_each_figure_cell_shows_its_chart_and_no_dead_control(site):
     # One cell per figure: in the site it is the chart, whose own controls work without a kernel.
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    assert page.count('class="perwatt-chart"') == 2
-    assert page.count('class="perwatt-recompute"') == 2
+    shown = (REPO / "chapters" / "per-watt.md").read_text(encoding="utf-8").count(".show()")
+    assert shown >= 2
+    assert page.count('class="perwatt-recompute"') == shown
+    assert page.count('class="perwatt-chart"') == shown + 1  # and one static sketch
     assert "perwatt-live-note" not in page and "jupyter-widgets" not in page
 
 
@@ -306,3 +316,88 @@ def test_no_raw_markup_reaches_a_reader(site):
         if hits:
             found[page.relative_to(site).as_posix()] = hits[:3]
     assert found == {}
+
+
+class _Reading(HTMLParser):
+    """A page's article as a reader meets it: its text in order, each piece marked with the glossary
+    entry its link points to, if any. Headings, code, tables (data, printed from ``data/``), charts'
+    text alternatives and scripts are left out: a term's first use is expected in the prose, where a
+    link can sit."""
+
+    SKIP = {"script", "style", "pre", "code", "h1", "h2", "h3", "h4", "h5", "h6", "details", "nav", "table"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_article = 0
+        self.skip = 0
+        self.link: list[str | None] = []
+        self.pieces: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        a = dict(attrs)
+        if tag == "article" and "bd-article" in (a.get("class") or ""):
+            self.in_article += 1
+        if tag in self.SKIP:
+            self.skip += 1
+        if tag == "a":
+            href = a.get("href") or ""
+            self.link.append(href.split("#", 1)[1] if "glossary.html#term-" in href or href.startswith("#term-")
+                             else None)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIP and self.skip:
+            self.skip -= 1
+        if tag == "a" and self.link:
+            self.link.pop()
+        if tag == "article" and self.in_article:
+            self.in_article -= 1
+
+    def handle_data(self, text: str) -> None:
+        if self.in_article and not self.skip:
+            self.pieces.append((text, next((x for x in reversed(self.link) if x), None)))
+
+
+def glossary_terms(site: Path) -> dict[str, str]:
+    """Each glossary term's anchor id and its text."""
+    page = (site / "chapters" / "glossary.html").read_text(encoding="utf-8")
+    return {anchor: html.unescape(re.sub(r"<[^>]+>", "", text)).strip()
+            for anchor, text in re.findall(r'<dt id="(term-[^"]+)">(.*?)<a class="headerlink"', page, re.S)}
+
+
+#: Other words by which a reader meets a glossary term before its own name appears.
+ALIASES = {
+    "All-in power": r"all-in",
+    "Concurrency": r"concurrenc(?:y|ies)",
+    "MoE": r"mixtures? of experts|mixture-of-experts",
+    "Prefix cache": r"prefix cach(?:e|es|ing)",
+    "Speculative decoding": r"speculation|speculative",
+    "Tail latency": r"tail latency|the tail",
+}
+
+
+def test_every_glossary_term_is_a_link_where_a_reader_first_meets_it(site):
+    terms = glossary_terms(site)
+    assert len(terms) >= 30
+    assert set(ALIASES) <= set(terms.values()), set(ALIASES) - set(terms.values())
+    reading = [f"chapters/{f.split('/')[-1]}.html" for f in devtools.toc_files()
+               if f.split("/")[-1] not in ("glossary", "references", "data-dictionary")]
+    pieces: list[tuple[str, str | None, str]] = []
+    for page in reading:
+        parser = _Reading()
+        parser.feed((site / page).read_text(encoding="utf-8"))
+        pieces += [(text, link, page) for text, link in parser.pieces]
+    unlinked = {}
+    for anchor, term in terms.items():
+        words = re.escape(term) + r"(?:s|es)?" + (f"|{ALIASES[term]}" if term in ALIASES else "")
+        pattern = re.compile(r"(?<![\w-])(?:" + words + r")(?![\w-])", re.IGNORECASE)
+        # A link may word the term differently ("all-in provisioned" for All-in power): it counts.
+        first = next(((text, link, page) for text, link, page in pieces if link == anchor or pattern.search(text)),
+                     None)
+        if first is None:
+            unlinked[term] = "never used in the chapters"
+            continue
+        text, link, page = first
+        if link != anchor:
+            match = pattern.search(text)
+            unlinked[term] = f"{page}: …{text[max(0, match.start() - 40):match.end() + 20]}…"
+    assert unlinked == {}, "first met unlinked:\n" + "\n".join(f"{t}: {w!r}" for t, w in unlinked.items())

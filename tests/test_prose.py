@@ -1,7 +1,8 @@
 """The chapters' text read as a careful reader would: quotations, and the numbers in exercise answers.
 
 * Every quotation in the prose matches the article it comes from, word for word, apart from
-  whitespace and typographic quotes or dashes. The few quoted phrases that are not quotations of
+  whitespace and typographic quotes or dashes. Quoting the words on a figure's control is
+  allowed, since it tells the reader which one to set. The few other quoted phrases that are not quotations of
   the articles are listed below with what they are. (Skipped with a reason when the articles are
   not beside the checkout.)
 * An exercise's answer never carries a typed number: every number in a solution comes from a glue
@@ -14,7 +15,7 @@ import re
 
 import pytest
 
-from perwatt import data, exercises
+from perwatt import data, exercises, figures
 from perwatt.devtools import REPO
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.md"))
@@ -26,7 +27,17 @@ NOT_QUOTATIONS = {
     "within input rounding": "one of this book's own rounding verdicts",
     "validating": "scare quotes: the exercise asks why it is not a validation",
     "≈": "the symbol the table prints before each ratio",
+    "x times better per watt": "the generic form of the claim the checklist is for",
 }
+
+
+def control_labels() -> set[str]:
+    """The words on the figures' controls, which the prose quotes when it says which one to set."""
+    labels = set()
+    for fig in figures.all_figures():
+        for control in fig.controls:
+            labels |= {_normalise(control.label.rstrip(":"))} | {_normalise(str(o)) for o in control.option_labels or ()}
+    return labels
 
 
 def _normalise(text: str) -> str:
@@ -66,8 +77,9 @@ def test_the_quotation_finder_finds_quotes_across_lines():
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_every_quotation_is_verbatim(chapter, articles):
+    controls = control_labels()
     wrong = [q for q in quotations(chapter.read_text(encoding="utf-8"))
-             if q not in articles and q.lower() not in NOT_QUOTATIONS]
+             if q not in articles and q.lower() not in NOT_QUOTATIONS and q not in controls]
     assert wrong == [], f"{chapter.name}: not found word for word in the articles: {wrong}"
 
 
@@ -123,3 +135,25 @@ def test_every_exercise_answer_comes_from_the_exercises_module(chapter):
         names = re.findall(r"\{glue:text\}`ex\d_([a-z0-9_]+)", exercise_blocks[label] + solution_blocks[label])
         assert names, f"{label}: glues nothing"
         assert set(names) <= keys, f"{label}: glues {set(names) - keys}, which exercises.{label} does not compute"
+
+
+def _sections(markdown: str) -> list[str]:
+    """A chapter cut at its second-level headings: the opening first, then each section."""
+    return re.split(r"^## ", markdown, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if "```{exercise}" in c.read_text(encoding="utf-8")],
+                         ids=lambda p: p.stem)
+def test_a_chapter_opens_with_its_promise_and_closes_with_takeaways(chapter):
+    sections = _sections(chapter.read_text(encoding="utf-8"))
+    assert "```{admonition} After this chapter" in sections[0], f"{chapter.name}: no promise before its first section"
+    exercises_at = next(i for i, s in enumerate(sections) if s.startswith("Exercises"))
+    before = sections[exercises_at - 1]
+    takeaways = before[before.rfind("```{admonition} Takeaways"):]
+    assert "```{admonition} Takeaways" in before, f"{chapter.name}: no takeaways before its exercises"
+    bullets = re.findall(r"^- ", takeaways.split("\n```", 1)[0], flags=re.MULTILINE)
+    assert 2 <= len(bullets) <= 3, f"{chapter.name}: {len(bullets)} takeaways"
+
+
+def test_every_reading_chapter_has_exercises():
+    assert sum("```{exercise}" in c.read_text(encoding="utf-8") for c in CHAPTERS) == 6

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from perwatt import accounting, catalog
+from perwatt import accounting, catalog, render, serving
 from perwatt.figures.kit import (SYSTEM_COLOURS, figure, framed, log_scale, model_order, points_with_labels,
                                  price_control, reference_line, tooltips)
 from perwatt.interactive import Control, InteractiveFigure
@@ -87,3 +87,32 @@ def energy_cost() -> InteractiveFigure:
         compute=accounting.energy_costs, draw=_draw_energy_cost,
         keys=("model", "system"), values=("cost_usd_per_million_tokens", "joules_per_token"),
         ships=("model_label", "system_label", "kwh_per_million_tokens"))
+
+
+def operating_points_sketch() -> alt.LayerChart:
+    """A small static chart: one model on one chip traced over batch sizes, three operating points
+    named, to show what "an operating point" means before the book measures anything at one."""
+    curve = serving.frontier(*SKETCH)
+    curve = curve[curve["efficient"]]
+    named = curve[curve["batch"].isin(SKETCH_POINTS)].assign(
+        name=lambda f: f["batch"].map(dict(zip(SKETCH_POINTS, ("few users, fast each", "in between",
+                                                               "many users, slow each")))))
+    x = alt.X("tokens_per_s_per_user:Q", title="Speed per user, tokens/s (log)", scale=alt.Scale(type="log"))
+    y = alt.Y("output_tokens_per_s_per_chip:Q", title="Throughput per chip, tokens/s (log)",
+              scale=alt.Scale(type="log"))
+    line = alt.Chart(curve).mark_line(color=SYSTEM_COLOURS["GB200"]).encode(x=x, y=y, order="batch:Q")
+    points = alt.Chart(named).mark_point(filled=True, size=90, color="black").encode(x=x, y=y)
+    labels = alt.Chart(named).mark_text(align="left", dx=8, dy=-8, fontSize=12).encode(x=x, y=y, text="name:N")
+    chart = framed(alt.layer(line, points, labels), "Three operating points of one system",
+                   f"{SKETCH[0]} on a {SKETCH[1].upper()}, modelled; each point is a batch size.", 360, 200)
+    table = named[["name", "batch", "tokens_per_s_per_user", "output_tokens_per_s_per_chip"]]
+    return chart.properties(
+        description="Line chart: throughput per chip against speed per user for one model on one chip as the "
+                    "batch grows, with three operating points marked: few users served fast, a middle point, and "
+                    "many users served slowly.",
+        usermeta={"perwatt": {"table": render.table_meta(table)}})
+
+
+#: The system and batch sizes the operating-point sketch uses.
+SKETCH = ("gpt-oss-120b", "gb200")
+SKETCH_POINTS = (1, 32, 1024)
