@@ -40,6 +40,19 @@ SIGNIFICANT_DIGITS = 10
 SHIPPED_RTOL = 10.0 ** (1 - SIGNIFICANT_DIGITS)
 
 
+#: Slider geometry in a panel, in em: the track's least width, the readout's, and a label's per
+#: character (generous, so a label never eats into the track).
+SLIDER_TRACK_EM = 16.0
+SLIDER_MIN_TRACK_EM = 12.0
+READOUT_EM = 5.0
+LABEL_EM_PER_CHAR = 0.55
+
+#: A slider's track keeps its width in any row: when the panel is too narrow for label, track and
+#: readout on one line, the track wraps below its label instead of shrinking to nothing.
+PANEL_STYLE = ("<style>.perwatt-panel .widget-hslider .slider-container"
+               f" {{ min-width: {SLIDER_MIN_TRACK_EM:g}em; flex: 1 1 auto; }}</style>")
+
+
 @dataclass(frozen=True)
 class Control:
     """One input of a figure: its name (the model's keyword argument), label and grid.
@@ -110,10 +123,14 @@ class Control:
         layout = widgets.Layout(width="auto")
         if self.widget == "slider":
             decimals = max(0, -int(np.floor(np.log10(self.step)))) if self.step < 1 else 0
+            # A flex row shrinks its items: a slider beside other controls lost its track entirely.
+            # So it keeps its own width, label plus a track of at least SLIDER_TRACK_EM, and wraps
+            # to the next row instead, never wider than the panel.
+            width = f"{len(self.label) * LABEL_EM_PER_CHAR + SLIDER_TRACK_EM + READOUT_EM:.1f}em"
             return widgets.FloatSlider(
                 value=self.default, min=self.options[0], max=self.options[-1], step=self.step,
                 description=self.label, readout_format=f".{decimals}f", style=style,
-                continuous_update=True, layout=widgets.Layout(width="28em"),
+                continuous_update=True, layout=widgets.Layout(width=width, max_width="100%", flex="0 0 auto", flex_flow="row wrap"),
             )
         choices = [(self.label_for(v), v) for v in self.options]
         if self.widget == "radio":
@@ -266,14 +283,16 @@ class FigurePanel(widgets.VBox):
     """Controls plus the figure; moving a control recomputes through Python and redraws in place."""
 
     def __init__(self, figure: InteractiveFigure) -> None:
+        render.configure()
         self.figure = figure
         self.controls = {c.name: c.ipywidget() for c in figure.controls}
         self.view = alt.JupyterChart(figure.chart_at(**self.setting))
         for widget in self.controls.values():
             widget.observe(self._redraw, names="value")
-        box = widgets.Box(list(self.controls.values()),
+        box = widgets.Box([widgets.HTML(PANEL_STYLE), *self.controls.values()],
                           layout=widgets.Layout(flex_flow="row wrap", gap="0.5em 1.5em"))
         super().__init__([box, self.view])
+        self.add_class("perwatt-panel")
 
     @property
     def setting(self) -> dict[str, Any]:

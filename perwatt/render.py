@@ -15,6 +15,7 @@ titles (``title_<source id>``), so the prose can cite them by title.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -115,16 +116,28 @@ def _theme() -> alt.theme.ThemeConfig:
 def setup() -> None:
     """Configure Altair for the current mode and glue the articles' titles for the prose.
     Safe to call more than once."""
+    configure()
+    _glue_titles()
+
+
+def configure() -> None:
+    """Altair's theme and renderer for the current mode; in a live kernel, charts that load
+    Vega from the package, never from a CDN. Figures call it too, so a reader who skips the
+    setup cell still gets working offline charts. Cheap after the first call in a mode."""
+    _configure(is_static())
+
+
+@functools.cache
+def _configure(static: bool) -> None:
     alt.theme.register(THEME, enable=True)(_theme)
     # Grids precomputed for in-browser recomputation can exceed Altair's 5,000-row guard.
     alt.data_transformers.disable_max_rows()
-    if is_static():
+    if static:
         alt.renderers.register(STATIC_RENDERER, static_renderer)
         alt.renderers.enable(STATIC_RENDERER)
     else:
         alt.JupyterChart.enable_offline()
         alt.renderers.enable("jupyter", offline=True)
-    _glue_titles()
 
 
 def _glue_titles() -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import render
+from perwatt import devtools, render
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -182,6 +182,42 @@ def _stable_asset_urls(app: Sphinx, pagename: str, templatename: str, context: d
             context[key] = lambda asset, _tag=tag: _CHECKSUM.sub('"', _tag(asset))
 
 
+#: Where the built site keeps each chapter's student notebook.
+HANDOUT_DIR = "handouts"
+
+
+def _handout_names(app: Sphinx) -> dict[str, str]:
+    from perwatt import handouts
+
+    return {f"chapters/{p.stem}": handouts.filename(p) for p in devtools.chapter_files()}
+
+
+def _offer_student_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Beside the theme's download buttons: the chapter as a student notebook, no solutions."""
+    name = _handout_names(app).get(pagename)
+    if name is None:
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            group["buttons"].insert(0, {
+                "type": "link", "url": context["pathto"](f"{HANDOUT_DIR}/{name}", 1), "text": "student .ipynb",
+                "tooltip": "Download the student notebook: numbers written in, no solutions",
+                "icon": "fas fa-user-graduate", "label": "download-student-notebook-button"})
+
+
+def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:
+    """The handouts, made from this very build, so the site offers what `perwatt handouts` writes."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from perwatt import handouts
+
+    index = handouts.BookIndex.from_env(app.env)
+    out = Path(app.outdir) / HANDOUT_DIR
+    out.mkdir(exist_ok=True)
+    for name, text in handouts.render(devtools.chapter_files(), index, Path(app.outdir).parent).items():
+        (out / name).write_text(text, encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
@@ -189,6 +225,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _add_chart_scripts)
     app.connect("html-page-context", _accessible_citation_list)
     app.connect("html-page-context", _stable_asset_urls)
+    app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
+    app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,8 +4,9 @@ Run from the repository folder:
 
 * ``python -m perwatt doctor``: checks the environment a chapter needs and prints a fix for each
   problem; exits 1 if anything is wrong.
-* ``python -m perwatt handouts --out handouts``: writes one notebook per chapter with the
-  exercise solutions removed and the outputs cleared.
+* ``python -m perwatt handouts --out handouts``: writes one student notebook per chapter from the
+  built book (:mod:`perwatt.handouts`); ``--answers`` keeps the solutions, ``--force`` replaces
+  notebooks that differ.
 """
 
 from __future__ import annotations
@@ -137,38 +138,6 @@ def report(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-# --- Handouts ---------------------------------------------------------------------------------
-
-_SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}.*?^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
-
-
-def strip_solutions(markdown: str) -> str:
-    """Remove every ``{solution}`` directive block from MyST Markdown."""
-    return _SOLUTION.sub("", markdown)
-
-
-def handouts(out: Path) -> list[Path]:
-    """Write one student notebook per chapter into ``out``: no solutions, no outputs."""
-    import jupytext
-    import nbformat
-
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for index, path in enumerate(devtools.chapter_files()):
-        notebook = jupytext.reads(strip_solutions(path.read_text(encoding="utf-8")), fmt="md:myst")
-        # Cells that compute the worked answers are tagged "solution"; students do not get them.
-        notebook.cells = [c for c in notebook.cells if "solution" not in c.metadata.get("tags", [])]
-        for cell in notebook.cells:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
-        notebook.metadata.pop("jupytext", None)
-        target = out / f"{index:02d}-{path.stem}.ipynb"
-        nbformat.write(notebook, target)
-        written.append(target)
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -177,13 +146,22 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("doctor", help="check this environment for the workshop")
     check.add_argument("--requirements", type=Path, default=REPO / "requirements.txt")
     check.add_argument("--no-kernel", action="store_true", help="skip starting a Jupyter kernel")
-    hand = commands.add_parser("handouts", help="write student notebooks without solutions")
-    hand.add_argument("--out", type=Path, default=Path("handouts"))
+    hand = commands.add_parser("handouts", help="write student notebooks (run `make book` first)")
+    hand.add_argument("--out", type=Path, default=Path("handouts"), help="folder for the notebooks")
+    hand.add_argument("--force", action="store_true", help="replace notebooks that differ (students' edits are lost)")
+    hand.add_argument("--answers", action="store_true", help="keep the worked solutions: the host's answer key")
     args = parser.parse_args(argv)
     if args.command == "doctor":
         checks = doctor(args.requirements, kernel=not args.no_kernel)
         print(report(checks))
         return 0 if all(c.ok for c in checks) else 1
-    for path in handouts(args.out):
+    from perwatt import handouts
+
+    try:
+        written = handouts.write(args.out, force=args.force, answers=args.answers)
+    except handouts.HandoutError as err:
+        print(f"handouts: {err}", file=sys.stderr)
+        return 1
+    for path in written:
         print(path)
     return 0

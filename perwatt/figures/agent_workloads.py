@@ -31,7 +31,7 @@ def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     y = alt.Y("system_label:N", title=None, sort=list(SYSTEM_COLOURS))
     bars = base.mark_bar(height=28).encode(
         x=alt.X("seconds:Q", title="Task latency, s", scale=x_scale, stack="zero"), y=y,
-        color=colour("component", "Time spent in", PHASE_COLOURS), order=alt.Order("component:N", sort="descending"),
+        color=colour("component", "Time spent in", PHASE_COLOURS), order=alt.Order("component:O", sort="descending"),
         tooltip=tooltips(("system_label:N", "System"), ("component:N", "Part"), ("seconds:Q", "Seconds", ",.1f")))
     totals = base.transform_filter("datum.component == 'decode'").mark_text(
         align="left", baseline="bottom", dy=-16, fontSize=12).encode(x=alt.datum(0), y=y, text="summary:N")

@@ -1,0 +1,110 @@
+"""The live panels in a real JupyterLab, driven by Chromium: every chart draws with no network,
+and every slider keeps a usable track at a desktop and at a narrow width."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from perwatt import devtools, figures, interactive
+
+pytestmark = [pytest.mark.browser, pytest.mark.kernel]
+
+SLIDER_FIGURES = [f for f in figures.all_figures() if any(c.widget == "slider" for c in f.controls)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab serving one notebook that shows every figure with a slider, and its URL."""
+    root = tmp_path_factory.mktemp("lab")
+    cells = [nbformat.v4.new_code_cell("from perwatt import figures")]
+    cells += [nbformat.v4.new_code_cell(f"figures.{f.name.replace('-', '_')}().show()") for f in SLIDER_FIGURES]
+    spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": spec}), root / "panels.ipynb")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--allow-root",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+@pytest.fixture(scope="module")
+def notebook_page(lab, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    offsite: list[str] = []
+
+    def local_only(route) -> None:
+        if route.request.url.startswith((lab, "data:", "blob:")):
+            route.continue_()
+        else:
+            offsite.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", local_only)
+    page = context.new_page()
+    page.goto(f"{lab}/lab/tree/panels.ipynb")
+    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=120_000)
+    # Run the cells only once the notebook's kernel is ready: earlier, the command does nothing.
+    page.wait_for_function("window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel", timeout=120_000)
+    page.evaluate("async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext; await s.ready;"
+                  " await window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(f"document.querySelectorAll('.perwatt-panel').length >= {len(SLIDER_FIGURES)}",
+                           timeout=180_000)
+    page.wait_for_function(f"document.querySelectorAll('.perwatt-panel canvas, .perwatt-panel svg.marks')"
+                           f".length >= {len(SLIDER_FIGURES)}", timeout=60_000)
+    yield page, offsite
+    context.close()
+
+
+def _tracks(page) -> list[tuple[str, float]]:
+    return page.evaluate("""() => [...document.querySelectorAll('.perwatt-panel .widget-hslider')].map(w => [
+        w.querySelector('.widget-label').textContent,
+        w.querySelector('.slider-container').getBoundingClientRect().width
+            / parseFloat(getComputedStyle(w).fontSize)])""")
+
+
+def test_every_panel_chart_draws_with_no_network(notebook_page):
+    page, offsite = notebook_page
+    assert page.get_by_text("Click to show javascript error").count() == 0
+    assert offsite == []
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_every_slider_keeps_a_usable_track(notebook_page, width):
+    page, _ = notebook_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_timeout(500)
+    tracks = _tracks(page)
+    sliders = sum(c.widget == "slider" for f in SLIDER_FIGURES for c in f.controls)
+    assert len(tracks) == sliders
+    narrow = [(label, round(em, 1)) for label, em in tracks if em < interactive.SLIDER_MIN_TRACK_EM]
+    assert narrow == [], f"at {width}px"
