@@ -10,7 +10,8 @@ Layers, each importing only those below it (import-linter checks this; see pypro
 * the shared layers: :mod:`perwatt.catalog` (named things and scenario defaults),
   :mod:`perwatt.metrics` (per-watt formulas) and :mod:`perwatt.data` (validated loaders).
 
-Tools: :mod:`perwatt.workshop` (``python -m perwatt``), :mod:`perwatt.sphinxext` (the build),
+Tools: :mod:`perwatt.workshop` (``python -m perwatt``), :mod:`perwatt.doctor` (its setup check,
+standard library only until a check needs more), :mod:`perwatt.sphinxext` (the build),
 :mod:`perwatt.devtools` (shared by tests and benchmark scripts).
 
 Importing the package imports nothing heavy: ``perwatt.setup`` and ``perwatt.glue`` load the

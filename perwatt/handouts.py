@@ -15,6 +15,7 @@ Made from a built book (``make book``), so the numbers are the site's own:
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 from dataclasses import dataclass
@@ -249,10 +250,20 @@ def render(chapters: list[Path], index: BookIndex, build: Path = BUILD, answers:
             for c in chapters}
 
 
-def write(out: Path, force: bool = False, answers: bool = False, build: Path = BUILD) -> list[Path]:
-    """Write every chapter's handout into ``out``; never replace a different file unless ``force``."""
+def _check_writable(out: Path) -> None:
+    """Fail on a bad ``--out`` before the (slower) rendering, and whether or not a book is built."""
     if out.exists() and not out.is_dir():
         raise HandoutError(f"--out {out} is a file; give a folder for the notebooks")
+    ancestor = next(p for p in (out, *out.parents) if p.exists())
+    if not ancestor.is_dir():
+        raise HandoutError(f"cannot write to --out {out}: {ancestor} is a file; choose a folder you can write to")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise HandoutError(f"cannot write to --out {out}: {ancestor} is not writable; choose a folder you can write to")
+
+
+def write(out: Path, force: bool = False, answers: bool = False, build: Path = BUILD) -> list[Path]:
+    """Write every chapter's handout into ``out``; never replace a different file unless ``force``."""
+    _check_writable(out)
     rendered = render(devtools.chapter_files(), load_index(build), build, answers)
     changed = [name for name, text in rendered.items()
                if (out / name).exists() and (out / name).read_text(encoding="utf-8") != text]
