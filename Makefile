@@ -6,8 +6,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FAST := not build and not browser and not kernel and not slow
+# `make wheelhouse`: the student set (requirements-student.txt) as wheels, with the build backend that its
+# `-e .` needs, so a room installs with no network. For this platform, into wheelhouse/; for students'
+# machines, e.g. `make wheelhouse PLATFORM=win_amd64` or `PLATFORM=macosx_12_0_arm64`, into wheelhouse-<platform>/.
+# (3.11.5: the oldest Python 3.11 the pins allow; soupsieve needs it.) pip evaluates markers for this machine,
+# not PLATFORM, so what only Windows or macOS needs is named here (tests/test_kit.py) and pinned in constraints.txt.
+PLATFORM ?=
+WHEELHOUSE := $(if $(PLATFORM),wheelhouse-$(PLATFORM),wheelhouse)
+TARGET := $(if $(PLATFORM),--platform $(PLATFORM) --python-version 3.11.5 --implementation cp --abi cp311,)
+WINDOWS_ONLY := colorama pywinpty
+MACOS_ONLY := appnope
+ONLY_THERE := $(if $(findstring win,$(PLATFORM)),$(WINDOWS_ONLY),$(if $(findstring macosx,$(PLATFORM)),$(MACOS_ONLY),))
 
-.PHONY: book test check chapter clean
+.PHONY: book test check chapter clean wheelhouse
 
 $(STAMP): requirements.txt requirements-test.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +38,13 @@ check: $(STAMP)
 
 chapter: $(STAMP)
 	$(BIN)/python -m perwatt.devtools chapter $(NAME)
+
+# The pins as arguments, not `-r`: pip would otherwise pack the whole repository, .venv included, as perwatt's source.
+wheelhouse: $(STAMP)
+	$(BIN)/python -m pip download --quiet --only-binary=:all: $(TARGET) --dest $(WHEELHOUSE) -c constraints.txt \
+		$$(sed -n 's/^\([A-Za-z0-9._-]*==[^ #]*\).*/\1/p' requirements-student.txt) $(ONLY_THERE) "setuptools>=68"
+	@du -sh $(WHEELHOUSE)
+	@echo "Offline: python3 -m venv .venv && .venv/bin/python -m pip install --no-index --find-links $(WHEELHOUSE) -r requirements-student.txt"
 
 clean:
 	rm -rf _build

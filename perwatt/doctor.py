@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: A student's set (requirements.txt less the tools that build the book), and those tools (tests/test_kit.py).
+STUDENT = "requirements-student.txt"
+BOOK_TOOLS = ("jupyter-book", "sphinx-book-theme", "sphinx-exercise", "sphinxcontrib-bibtex")
 #: The project's floor: ``requires-python`` in pyproject.toml (tests/test_doctor.py holds them equal).
 MIN_PYTHON = (3, 11)
 KERNEL_TIMEOUT = 60
@@ -46,14 +49,29 @@ def _sh(path: Path | str) -> str:
     return shlex.quote(str(path))
 
 
+def default_requirements(repo: Path = REPO, tools: tuple[str, ...] = BOOK_TOOLS) -> Path:
+    """The pins to compare with: requirements.txt where a book-building tool is installed, else the student set."""
+    from importlib import metadata
+
+    book, student = repo / "requirements.txt", repo / STUDENT
+    for name in tools:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            metadata.version(name)  # raises if it is not installed
+            return book
+    return student if student.is_file() else book
+
+
 def install_fix(requirements: Path | None = None) -> str:
     """The command that installs the pinned packages into the environment running this check."""
-    requirements = Path(requirements) if requirements else REPO / "requirements.txt"
+    requirements = Path(requirements) if requirements else default_requirements()
+    target = requirements.name if requirements.parent == REPO else _sh(requirements.resolve())
     if sys.prefix == sys.base_prefix:  # not a virtual environment: pip would install for the whole system
-        return (f"This Python is not in a virtual environment: make the project's own with `cd {_sh(REPO)} && make book` "
-                "(it creates .venv and installs the pinned packages), then run `.venv/bin/python -m perwatt doctor`.")
+        venv = r".venv\Scripts\python" if sys.platform == "win32" else ".venv/bin/python"
+        make = ("make book" if target == "requirements.txt" else
+                f"{_sh(sys.executable)} -m venv .venv && {venv} -m pip install -r {target}")
+        return (f"This Python is not in a virtual environment: make the project's own (.venv, with the pinned packages): "
+                f"`cd {_sh(REPO)} && {make}`, then run `{venv} -m perwatt doctor`.")
     python = _sh(sys.executable)
-    target = "requirements.txt" if requirements == REPO / "requirements.txt" else _sh(requirements.resolve())
     command = f"{python} -m pip install -r {target}"
     if importlib.util.find_spec("pip") is None:
         command = f"{python} -m ensurepip && {command}"
@@ -69,35 +87,30 @@ def report_fix() -> str:
 # --- Checks -----------------------------------------------------------------------------------
 
 def check_python() -> Check:
-    version = sys.version_info[:3]
-    ok = version >= MIN_PYTHON
-    floor = ".".join(map(str, MIN_PYTHON))
-    if ok:
+    version, floor = sys.version_info[:3], ".".join(map(str, MIN_PYTHON))
+    if version >= MIN_PYTHON:
         return Check("Python", True, ".".join(map(str, version)))
     return Check("Python", False,
                  f"{'.'.join(map(str, version))} at {sys.executable}; the book needs {floor} or newer "
                  "(the other checks were not run)",
-                 f"Install Python {floor} or newer and make the environment with it: `cd {_sh(REPO)} && "
-                 f"make book PYTHON=python{floor}` (first `rm -rf .venv` if an older Python made it), "
+                 f"Install Python {floor} or newer and make the environment with it (first `rm -rf .venv` if an older "
+                 f"Python made it): `cd {_sh(REPO)} && make book PYTHON=python{floor}`, or for a student's environment "
+                 f"without make `python{floor} -m venv .venv && .venv/bin/python -m pip install -r {STUDENT}`; "
                  "then run `.venv/bin/python -m perwatt doctor`.")
 
 
 def _pins(requirements: Path) -> dict[str, str]:
-    pins = {}
-    for line in requirements.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        match = re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!-]+)", line)
-        if match:
-            pins[match.group(1).lower()] = match.group(2)
-    return pins
+    lines = (line.split("#", 1)[0].strip() for line in requirements.read_text(encoding="utf-8").splitlines())
+    found = (re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!-]+)", line) for line in lines)
+    return {match.group(1).lower(): match.group(2) for match in found if match}
 
 
 def check_packages(requirements: Path | None = None) -> Check:
     from importlib import metadata
 
-    requirements = Path(requirements) if requirements else REPO / "requirements.txt"
+    requirements = Path(requirements) if requirements else default_requirements()
     if not requirements.is_file():
-        fix = (f"Restore it: `cd {_sh(REPO)} && git checkout requirements.txt`." if requirements == REPO / "requirements.txt"
+        fix = (f"Restore it: `cd {_sh(REPO)} && git checkout {requirements.name}`." if requirements.parent == REPO
                else "Give --requirements the path of an existing requirements file.")
         return Check("Pinned packages", False, f"no requirements file at {requirements}", fix)
     different, missing = [], []
@@ -109,10 +122,10 @@ def check_packages(requirements: Path | None = None) -> Check:
             continue
         if installed != pinned:
             different.append(f"{name} {installed} installed, needs {pinned}")
-    wrong = different + missing
-    if not wrong:
+    if not different + missing:
         return Check("Pinned packages", True, f"all as pinned in {requirements.name}")
-    return Check("Pinned packages", False, "; ".join(wrong), install_fix(requirements))
+    return Check("Pinned packages", False, "; ".join(different + missing) + f" (pins from {requirements.name})",
+                 install_fix(requirements))
 
 
 def writable_targets() -> list[Path]:
@@ -147,29 +160,21 @@ def _writable_fix(path: Path, err: OSError) -> str:
 
 def check_writable(targets: list[Path] | None = None) -> Check:
     targets = writable_targets() if targets is None else targets
-    problems, fixes, seen = [], [], set()
-    for target in targets:
-        found = _unwritable(target)
-        if found is None:
-            continue
-        path, err = found
-        if path in seen:
-            continue
-        seen.add(path)
-        problems.append(f"cannot write in {path} ({err.strerror or err})")
-        fixes.append(_writable_fix(path, err))
+    problems: dict[Path, OSError] = {}
+    for found in filter(None, map(_unwritable, targets)):
+        problems.setdefault(*found)  # several targets may stop at the same folder
     if not problems:
         return Check("Writable folders", True, f"can write in {REPO} and its _build and handouts folders")
-    return Check("Writable folders", False, "; ".join(problems) + "; `make book` and handouts need to write there",
-                 " ".join(dict.fromkeys(fixes)))
+    detail = "; ".join(f"cannot write in {path} ({err.strerror or err})" for path, err in problems.items())
+    return Check("Writable folders", False, detail + "; `make book` and handouts need to write there",
+                 " ".join(dict.fromkeys(_writable_fix(path, err) for path, err in problems.items())))
 
 
 def check_data() -> Check:
     try:
         import pandas  # noqa: F401
     except Exception as err:  # noqa: BLE001 - a pandas that fails to import is as good as missing
-        return Check("Data files", False, f"skipped: pandas is missing or broken ({type(err).__name__}: {err})",
-                     install_fix())
+        return Check("Data files", False, f"skipped: pandas is missing or broken ({type(err).__name__}: {err})", install_fix())
     from perwatt import data
 
     try:
@@ -177,10 +182,9 @@ def check_data() -> Check:
         for name in names:
             data.load(name)
     except data.DataError as err:
-        if os.environ.get("PERWATT_DATA"):
-            fix = f"PERWATT_DATA points at {data.data_dir()}: correct that file there, or unset PERWATT_DATA."
-        else:
-            fix = f"Restore the file from the repository: `cd {_sh(REPO)} && git checkout data/`."
+        fix = (f"PERWATT_DATA points at {data.data_dir()}: correct that file there, or unset PERWATT_DATA."
+               if os.environ.get("PERWATT_DATA") else
+               f"Restore the file from the repository: `cd {_sh(REPO)} && git checkout data/`.")
         return Check("Data files", False, str(err), fix)
     return Check("Data files", True, f"{len(names)} files valid against {data.data_dir().name}/datapackage.json")
 
@@ -228,8 +232,7 @@ def check_kernel(timeout: float = KERNEL_TIMEOUT) -> Check:
     if content["status"] != "ok":
         return Check(name, False, f"started, but `import perwatt` failed: {content.get('ename')}: {content.get('evalue')}",
                      f"Run `cd {_sh(REPO)} && {_sh(sys.executable)} -m pip install -e .`.")
-    lines = "".join(out).split()
-    prefix, package = (lines + ["?", "?"])[:2]
+    prefix, package = ("".join(out).split() + ["?", "?"])[:2]
     here = os.path.realpath(sys.prefix)
     if prefix != here:  # a python3 kernel spec from elsewhere shadows this environment's own
         spec = getattr(manager.kernel_spec, "resource_dir", "?")
@@ -244,11 +247,12 @@ def check_kernel(timeout: float = KERNEL_TIMEOUT) -> Check:
 
 def check_widget_frontend() -> Check:
     share = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
-    missing = [name for name in ("@jupyter-widgets/jupyterlab-manager", "anywidget") if not (share / name).exists()]
+    wanted = ("@jupyter-widgets/jupyterlab-manager", "anywidget", "jupyterlab-myst")  # myst: the chapters' Markdown
+    missing = [name for name in wanted if not (share / name).exists()]
     if missing:
         return Check("Widget front end", False, f"missing JupyterLab extension(s) in {share}: {', '.join(missing)}",
-                     install_fix() + " (It installs jupyterlab_widgets and anywidget.)")
-    return Check("Widget front end", True, "JupyterLab widget manager and anywidget installed")
+                     install_fix() + " (It installs jupyterlab_widgets, anywidget and jupyterlab-myst.)")
+    return Check("Widget front end", True, "JupyterLab widget manager, anywidget and MyST Markdown installed")
 
 
 def check_offline_charts() -> Check:
@@ -259,7 +263,7 @@ def check_offline_charts() -> Check:
     except Exception as err:  # noqa: BLE001
         return Check(name, False, f"cannot render: {type(err).__name__}: {err}",
                      install_fix() + " (vl-convert-python bundles Vega for offline use.)")
-    pins = _pins(REPO / "requirements.txt")
+    pins = _pins(default_requirements())
     wanted = " ".join(f"{n}=={pins[n]}" if n in pins else n for n in ("altair", "vl-convert-python"))
     reinstall = f"Reinstall the chart packages: `{_sh(sys.executable)} -m pip install --force-reinstall {wanted}`."
     try:
@@ -293,19 +297,12 @@ def doctor(requirements: Path | None = None, kernel: bool = True) -> list[Check]
     python = run_check("Python", check_python)
     if not python.ok:
         return [python]  # the rest would fail for the same reason; the fix is the same
-    checks = [
-        python,
-        run_check("Pinned packages", check_packages, requirements),
-        run_check("Writable folders", check_writable),
-    ]
+    checks = [python, run_check("Pinned packages", check_packages, requirements),
+              run_check("Writable folders", check_writable)]
     if kernel:
         checks.append(run_check("Jupyter kernel", check_kernel))
-    checks += [
-        run_check("Widget front end", check_widget_frontend),
-        run_check("Data files", check_data),
-        run_check("Offline charts", check_offline_charts),
-    ]
-    return checks
+    return checks + [run_check("Widget front end", check_widget_frontend), run_check("Data files", check_data),
+                     run_check("Offline charts", check_offline_charts)]
 
 
 def report(checks: list[Check]) -> str:
@@ -315,13 +312,13 @@ def report(checks: list[Check]) -> str:
         if not check.ok:
             lines.append(f"       fix: {check.fix}")
     failed = sum(not c.ok for c in checks)
-    lines.append("Ready for the workshop." if not failed else f"{failed} problem(s) to fix before the workshop.")
-    return "\n".join(lines)
+    return "\n".join(lines + ["Ready for the workshop." if not failed else f"{failed} problem(s) to fix before the workshop."])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--requirements", type=Path, default=REPO / "requirements.txt",
-                        help="the pinned requirements to compare with (default: the repository's)")
+    parser.add_argument("--requirements", type=Path, default=None,
+                        help=f"the pinned requirements to compare with (default: the repository's requirements.txt "
+                             f"where the book-building tools are installed, else its {STUDENT})")
     parser.add_argument("--no-kernel", action="store_true", help="skip starting a Jupyter kernel")
 
 

@@ -70,13 +70,14 @@ def test_a_bare_environment_gets_a_fix_for_every_failure_and_no_traceback(bare_p
     assert proc.returncode == 1
     failed = failures(proc.stdout)
     assert set(failed) == {"Pinned packages", "Widget front end", "Data files", "Offline charts"}
+    # No book-building tool is installed, so the check compares with the student set and installs that.
     python = shlex.quote(str(bare_python))
-    pip = f"cd {shlex.quote(str(REPO))} && {python} -m ensurepip && {python} -m pip install -r requirements.txt"
+    pip = f"cd {shlex.quote(str(REPO))} && {python} -m ensurepip && {python} -m pip install -r requirements-student.txt"
     assert all(pip in fix for _, fix in failed.values()), failed
-    pins = doctor._pins(REPO / "requirements.txt")
+    pins = doctor._pins(REPO / doctor.STUDENT)
     detail = failed["Pinned packages"][0]
     assert f"pandas missing (needs {pins['pandas']})" in detail and f"altair missing (needs {pins['altair']})" in detail
-    assert detail.count(" missing (needs ") == len(pins)
+    assert detail.count(" missing (needs ") == len(pins) and detail.endswith(" (pins from requirements-student.txt)")
     assert failed["Data files"][0].startswith("skipped: pandas is missing")
     assert "No module named 'altair'" in failed["Offline charts"][0]
     assert "[ok] Python: " in proc.stdout and "[ok] Writable folders: " in proc.stdout
@@ -235,9 +236,45 @@ def test_a_wrong_pin_names_the_package_and_both_versions(tmp_path):
     requirements.write_text(f"-c constraints.txt\npandas=={wrong}\naltair=={metadata.version('altair')}\n-e .\n")
     check = doctor.check_packages(requirements)
     assert not check.ok
-    assert check.detail == f"pandas {installed} installed, needs {wrong}"
+    assert check.detail == f"pandas {installed} installed, needs {wrong} (pins from requirements.txt)"
     assert f"pip install -r {requirements}" in check.fix or "make book" in check.fix
     # (the command line with --requirements: tests/test_workshop.py::test_doctor_fails_clearly_on_a_broken_install)
+
+
+def _repo_with_both_sets(tmp_path: Path) -> Path:
+    for name in ("requirements.txt", doctor.STUDENT):
+        shutil.copy(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+def test_the_pins_checked_are_the_books_where_a_book_building_tool_is_installed(tmp_path):
+    repo = _repo_with_both_sets(tmp_path)
+    assert doctor.default_requirements(repo, tools=("pytest", "not-a-real-package-xyz")) == repo / "requirements.txt"
+    assert doctor.default_requirements(repo, tools=("not-a-real-package-xyz",)) == repo / doctor.STUDENT
+    (repo / doctor.STUDENT).unlink()  # an older checkout without the student set
+    assert doctor.default_requirements(repo, tools=("not-a-real-package-xyz",)) == repo / "requirements.txt"
+
+
+def test_this_environment_is_checked_against_requirements_txt_and_also_satisfies_the_student_set():
+    assert doctor.default_requirements() == REPO / "requirements.txt"  # jupyter-book is installed here
+    assert doctor.check_packages().detail == "all as pinned in requirements.txt"
+    student = doctor.check_packages(REPO / doctor.STUDENT)
+    assert student.ok and student.detail == "all as pinned in requirements-student.txt", student
+
+
+def test_a_student_outside_a_virtual_environment_is_told_to_make_one_without_make(monkeypatch):
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as if this Python were the system's
+    fix = doctor.install_fix(REPO / doctor.STUDENT)
+    assert f"-m venv .venv && .venv/bin/python -m pip install -r {doctor.STUDENT}`" in fix and "make book" not in fix
+    assert "`.venv/bin/python -m perwatt doctor`" in fix
+    assert "make book" in doctor.install_fix(REPO / "requirements.txt")
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert r".venv\Scripts\python -m pip install -r requirements-student.txt" in doctor.install_fix(REPO / doctor.STUDENT)
+
+
+def test_the_widget_front_end_includes_myst_markdown():
+    check = doctor.check_widget_frontend()
+    assert check.ok and "MyST Markdown" in check.detail, check
 
 
 # --- The kernel -------------------------------------------------------------------------------
