@@ -357,15 +357,70 @@ def test_charts_draw_on_a_page_opened_from_disk(site, browser):
 
 
 @pytest.mark.parametrize("paper", ["A4", "Letter"])
-def test_the_checklist_prints_on_one_sheet(site_url, browser, paper):
-    """The checklist is meant to be carried away: printed, it fits one sheet, content only."""
-    visit = PageVisit(browser, site_url, "chapters/checklist.html")
+@pytest.mark.parametrize(("page", "phrase"), [("checklist", "Which watts?"), ("run-sheet", "A laptop fails")])
+def test_one_sheet_pages_print_on_one_sheet(site_url, browser, paper, page, phrase):
+    """The checklist and the host's run sheet are meant to be carried away: printed, each fits one
+    sheet, content only."""
+    visit = PageVisit(browser, site_url, f"chapters/{page}.html")
     try:
         visit.page.emulate_media(media="print")
         assert not visit.page.locator(".bd-sidebar-primary").is_visible()
-        assert visit.page.get_by_text("Which watts?").is_visible()
+        assert visit.page.get_by_text(phrase).first.is_visible()
         pdf = visit.page.pdf(format=paper, margin={"top": "12mm", "bottom": "12mm", "left": "12mm", "right": "12mm"})
         # Each page of a PDF is one object of type /Page (the page tree is /Pages).
         assert len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf)) == 1
+    finally:
+        visit.close()
+
+
+def _pdf_text(pdf: bytes) -> str:
+    """The text of a PDF with all white space removed (wrapping and layout insert their own)."""
+    import io
+
+    from pypdf import PdfReader
+
+    return re.sub(r"\s+", "", "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages))
+
+
+#: The printable width of A4 with 12 mm margins, in CSS pixels (96 per inch): what print lays out in.
+A4_PRINT_WIDTH_PX = round((210 - 2 * 12) / 25.4 * 96)
+
+PRINT_STATE = """() => {
+  const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const width = document.documentElement.clientWidth;
+  return {
+    controls: Array.from(document.querySelectorAll('.vega-bindings, .perwatt-tools, div.solution, details.hide'))
+      .filter(shown).length,
+    tables: Array.from(document.querySelectorAll('details.perwatt-alt table')).map(shown),
+    tableText: Array.from(document.querySelectorAll('details.perwatt-alt tbody tr:first-child'), (r) => r.innerText),
+    clippedCode: Array.from(document.querySelectorAll('pre'))
+      .filter((p) => shown(p) && p.scrollWidth > p.clientWidth + 1).map((p) => p.innerText.slice(0, 60)),
+    code: Array.from(document.querySelectorAll('pre')).filter(shown).map((p) => p.innerText),
+    wideCharts: Array.from(document.querySelectorAll('.perwatt-chart svg'))
+      .filter((s) => s.getBoundingClientRect().right > width + 1).length,
+    wideTables: Array.from(document.querySelectorAll('table'))
+      .filter((t) => shown(t) && t.getBoundingClientRect().right > width + 1).map((t) => t.innerText.slice(0, 60)),
+  };
+}"""
+
+
+@pytest.mark.parametrize("path", ["chapters/per-watt.html", "chapters/benchmark-tables.html"])
+def test_a_chapter_prints_its_content_with_nothing_cut_off(site_url, browser, path):
+    """Printed: no controls, buttons or closed solution boxes; each chart's text-and-table
+    alternative open; every code line wrapped inside the page; and the PDF carries that text."""
+    visit = PageVisit(browser, site_url, path)
+    try:
+        page = visit.page
+        page.set_viewport_size({"width": A4_PRINT_WIDTH_PX, "height": 1000})
+        page.emulate_media(media="print")
+        state = page.evaluate(PRINT_STATE)
+        assert state["controls"] == 0
+        assert state["tables"] and all(state["tables"]), state["tables"]
+        assert state["clippedCode"] == [] and state["wideCharts"] == 0 and state["wideTables"] == [], state
+        text = _pdf_text(page.pdf(format="A4", margin={side: "12mm" for side in ("top", "bottom", "left", "right")}))
+        expected = state["tableText"] + [max((line for block in state["code"] for line in block.splitlines()),
+                                            key=len, default="")]
+        missing = [t for t in expected if re.sub(r"\s+", "", t) not in text]
+        assert missing == [], missing
     finally:
         visit.close()

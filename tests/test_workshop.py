@@ -47,5 +47,5 @@ def test_doctor_fails_clearly_on_a_broken_install(tmp_path):
     assert proc.returncode == 1
     out = proc.stdout
     assert "[FAIL] Pinned packages: altair" in out and "needs 0.0.1" in out and "not-a-real-package-xyz missing" in out
-    assert "[FAIL] Data files:" in out and "power.csv, row 1, column 'power_w'" in out
+    assert "[FAIL] Data files:" in out and "power.csv, line 2, column 'power_w'" in out
     assert out.count("fix:") == 2 and "2 problem(s)" in out
