@@ -21,6 +21,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 SLIDER_FIGURES = [f for f in figures.all_figures() if any(c.widget == "slider" for c in f.controls)]
 
 
+#: A chapter's kind of MyST markup, which stock JupyterLab shows as raw text and jupyterlab-myst renders.
+MYST_CELL = "```{warning} Reported, not verified\nEvery Jalapeño figure here is reported.\n```"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -31,7 +35,7 @@ def _free_port() -> int:
 def lab(tmp_path_factory):
     """JupyterLab serving one notebook that shows every figure with a slider, and its URL."""
     root = tmp_path_factory.mktemp("lab")
-    cells = [nbformat.v4.new_code_cell("from perwatt import figures")]
+    cells = [nbformat.v4.new_markdown_cell(MYST_CELL), nbformat.v4.new_code_cell("from perwatt import figures")]
     cells += [nbformat.v4.new_code_cell(f"figures.{f.name.replace('-', '_')}().show()") for f in SLIDER_FIGURES]
     spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": spec}), root / "panels.ipynb")
@@ -108,3 +112,12 @@ def test_every_slider_keeps_a_usable_track(notebook_page, width):
     assert len(tracks) == sliders
     narrow = [(label, round(em, 1)) for label, em in tracks if em < interactive.SLIDER_MIN_TRACK_EM]
     assert narrow == [], f"at {width}px"
+
+
+def test_myst_markup_renders_in_jupyterlab(notebook_page):
+    """Chapters opened as notebooks use MyST directives; with jupyterlab-myst they render, not as raw text."""
+    page, _ = notebook_page
+    cell = page.locator(".jp-MarkdownCell").first
+    text = cell.inner_text()
+    assert "Every Jalapeño figure here is reported." in text and "{warning}" not in text, text
+    assert cell.locator("[class*=admonition]").count() >= 1, cell.inner_html()[:500]
