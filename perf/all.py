@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import browser_latency
 import build_time
+import byon_scale
 import model_throughput
 import page_weight
 import widget_latency
@@ -14,7 +15,8 @@ from _common import write
 
 if __name__ == "__main__":
     report = {}
-    for name, module in [("model_throughput", model_throughput), ("page_weight", page_weight),
+    for name, module in [("model_throughput", model_throughput), ("byon_scale", byon_scale),
+                         ("page_weight", page_weight),
                          ("browser_latency", browser_latency), ("widget_latency", widget_latency),
                          ("build_time", build_time)]:
         print(f"\n== {name}")

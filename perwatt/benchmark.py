@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, data, metrics
+from perwatt import catalog, data, metrics, plausible
 
 
 @dataclass(frozen=True)
@@ -55,33 +55,55 @@ def paired(results: pd.DataFrame, candidate: str = catalog.CANDIDATE) -> pd.Data
     Raises ValueError naming the model when a model lacks the candidate, has no baseline,
     or has more than one baseline.
     """
-    rows = []
-    for model, group in results.groupby("model", sort=False):
-        systems = list(dict.fromkeys(group["system"]))
-        baselines = [s for s in systems if s != candidate]
-        if candidate not in systems:
+    pairs = results[["model", "system"]].drop_duplicates()
+    is_candidate = (pairs["system"] == candidate).to_numpy()
+    counts = pairs.loc[~is_candidate, "model"].value_counts()
+    with_candidate = set(pairs.loc[is_candidate, "model"])
+    models = pd.unique(results["model"])
+    wrong = ~pd.Series(models).isin(with_candidate).to_numpy() | (pd.Series(models).map(counts).fillna(0) != 1).to_numpy()
+    if wrong.any():
+        model = models[np.flatnonzero(wrong)[0]]
+        found = list(pairs.loc[~is_candidate & (pairs["model"] == model).to_numpy(), "system"])
+        if model not in with_candidate:
             raise ValueError(f"model {model!r}: no rows for the candidate system {candidate!r}")
-        if len(baselines) != 1:
-            raise ValueError(f"model {model!r}: expected exactly one baseline system, found {baselines}")
-        baseline = baselines[0]
-        for metric, rows_for_metric in group.groupby("metric", sort=False):
-            by_system = rows_for_metric.set_index("system")
-            if candidate not in by_system.index or baseline not in by_system.index:
-                raise ValueError(f"model {model!r}, metric {metric!r}: needs a row for {candidate!r} and {baseline!r}")
-            rows.append({
-                "model": model, "metric": metric, "baseline": baseline,
-                "candidate_value": float(by_system.loc[candidate, "value"]),
-                "baseline_value": float(by_system.loc[baseline, "value"]),
-                "candidate_decimals": int(by_system.loc[candidate, "decimals"]),
-                "baseline_decimals": int(by_system.loc[baseline, "decimals"]),
-            })
-    return pd.DataFrame(rows)
+        raise ValueError(f"model {model!r}: expected exactly one baseline system, found {found}")
+    # Models in order of appearance, each model's metrics in the order they appear in its rows.
+    keys = results[["model", "metric"]].drop_duplicates()
+    rank = {m: i for i, m in enumerate(pd.unique(results["model"]))}
+    keys = keys.iloc[np.argsort(keys["model"].map(rank).to_numpy(), kind="stable")]
+    columns = ["model", "metric", "value", "decimals"]
+    mine = results.loc[results["system"] == candidate, columns]
+    theirs = results.loc[results["system"] != candidate, columns + ["system"]].rename(columns={"system": "baseline"})
+    table = keys.merge(mine, on=["model", "metric"], how="left").merge(
+        theirs, on=["model", "metric"], how="left", suffixes=("_c", "_b"))
+    gaps = table["value_c"].isna() | table["value_b"].isna()
+    if gaps.any():
+        model, metric = table.loc[gaps, ["model", "metric"]].iloc[0]
+        baseline = pairs.loc[~is_candidate & (pairs["model"] == model).to_numpy(), "system"].iloc[0]
+        raise ValueError(f"model {model!r}, metric {metric!r}: needs a row for {candidate!r} and {baseline!r}")
+    return pd.DataFrame({
+        "model": table["model"].to_numpy(), "metric": table["metric"].to_numpy(),
+        "baseline": table["baseline"].to_numpy(),
+        "candidate_value": table["value_c"].to_numpy(float), "baseline_value": table["value_b"].to_numpy(float),
+        "candidate_decimals": table["decimals_c"].to_numpy("int64"),
+        "baseline_decimals": table["decimals_b"].to_numpy("int64"),
+    })
 
 
-def _round_half_up(value: float, decimals: int) -> float:
-    """Round as people print numbers (0.25 → 0.3), not to even."""
-    scale = 10.0 ** decimals
-    return math.floor(value * scale + 0.5 + 1e-9) / scale
+def _round_half_up(value, decimals):
+    """Round as people print numbers (0.25 → 0.3), not to even. Arrays broadcast."""
+    scale = 10.0 ** np.asarray(decimals, dtype=float)
+    return np.floor(np.asarray(value, dtype=float) * scale + 0.5 + 1e-9) / scale
+
+
+def _advantages(candidate, baseline, metric: pd.Series) -> np.ndarray:
+    """:func:`advantage` row by row, for rows of different metrics."""
+    candidate, baseline = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    out = np.full(len(metric), np.nan)
+    for name in pd.unique(metric):
+        rows = (metric == name).to_numpy()
+        out[rows] = advantage(candidate[rows], baseline[rows], name)
+    return out
 
 
 def ratio_checks(results: pd.DataFrame, reported: pd.DataFrame, candidate: str = catalog.CANDIDATE) -> pd.DataFrame:
@@ -98,34 +120,27 @@ def ratio_checks(results: pd.DataFrame, reported: pd.DataFrame, candidate: str =
     )
     if table["reported_ratio"].isna().any():
         missing = table.loc[table["reported_ratio"].isna(), ["model", "metric"]].to_records(index=False)
-        raise ValueError(f"no reported ratio for {list(map(tuple, missing))}")
+        shown = list(map(tuple, missing[:5])) + (["..."] if len(missing) > 5 else [])
+        raise ValueError(f"no reported ratio for {len(missing)} model and metric pair(s): {shown}")
     out = table.copy()
-    out["recomputed_ratio"] = [
-        advantage(c, b, m) for c, b, m in zip(table["candidate_value"], table["baseline_value"], table["metric"])
-    ]
-    lows, highs, rounded, verdicts = [], [], [], []
-    for row in out.itertuples():
-        half_c = 0.5 * 10.0 ** -row.candidate_decimals
-        half_b = 0.5 * 10.0 ** -row.baseline_decimals
-        corners = [advantage(row.candidate_value + dc, row.baseline_value + db, row.metric)
-                   for dc in (-half_c, half_c) for db in (-half_b, half_b)]
-        low, high = min(corners), max(corners)
-        shown = _round_half_up(row.recomputed_ratio, int(row.decimals))
-        half_r = 0.5 * 10.0 ** -int(row.decimals)
-        if math.isclose(shown, row.reported_ratio, abs_tol=1e-9):
-            verdict = "matches"
-        elif low <= row.reported_ratio + half_r and high >= row.reported_ratio - half_r:
-            verdict = "within input rounding"
-        else:
-            verdict = "inconsistent"
-        lows.append(low)
-        highs.append(high)
-        rounded.append(shown)
-        verdicts.append(verdict)
-    out["recomputed_rounded"] = rounded
-    out["input_low"] = lows
-    out["input_high"] = highs
-    out["verdict"] = verdicts
+    out["decimals"] = out["decimals"].astype("int64")
+    out["recomputed_ratio"] = _advantages(table["candidate_value"], table["baseline_value"], table["metric"])
+    half_c = 0.5 * 10.0 ** -out["candidate_decimals"].to_numpy(float)
+    half_b = 0.5 * 10.0 ** -out["baseline_decimals"].to_numpy(float)
+    c, b = out["candidate_value"].to_numpy(), out["baseline_value"].to_numpy()
+    tiny = np.finfo(float).tiny  # a printed 0 may stand for anything down to (not including) zero
+    corners = np.stack([_advantages(np.maximum(c + dc, tiny), np.maximum(b + db, tiny), out["metric"])
+                        for dc in (-half_c, half_c) for db in (-half_b, half_b)])
+    low, high = corners.min(axis=0), corners.max(axis=0)
+    printed = out["reported_ratio"].to_numpy()
+    shown = _round_half_up(out["recomputed_ratio"], out["decimals"])
+    half_r = 0.5 * 10.0 ** -out["decimals"].to_numpy(float)
+    out["recomputed_rounded"] = shown
+    out["input_low"] = low
+    out["input_high"] = high
+    out["verdict"] = np.where(np.isclose(shown, printed, rtol=0, atol=1e-9), "matches",
+                              np.where((low <= printed + half_r) & (high >= printed - half_r),
+                                       "within input rounding", "inconsistent"))
     return out
 
 
@@ -221,6 +236,19 @@ def range_of(checks: pd.DataFrame, metric: str) -> tuple[float, float]:
     return float(values.min()), float(values.max())
 
 
+#: The ledger's metrics that measure performance: throughput per watt, latency, speed per user,
+#: performance per watt, a kernel's speed-up, and a performance ratio whose metric the article
+#: leaves unnamed. The others (months, workload, roadmap, capability, caveat, context) do not.
+PERFORMANCE_METRICS = ("tps_per_kw", "e2e_latency_s", "interactivity", "performance_per_watt", "kernel_speedup",
+                       "unspecified")
+
+
+def is_performance_figure(claims: pd.DataFrame) -> pd.Series:
+    """True for each ledger entry (a row of ``claims.csv``) that puts a number on performance: its
+    ``metric`` is one of :data:`PERFORMANCE_METRICS` and its ``low`` is published."""
+    return claims["metric"].isin(PERFORMANCE_METRICS) & claims["low"].notna()
+
+
 def reconcile_claims(checks: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame:
     """Set each range claim beside what the table supports.
 
@@ -245,8 +273,8 @@ def reconcile_claims(checks: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame
             else:
                 low, high = float(subset["recomputed_ratio"].min()), float(subset["recomputed_ratio"].max())
             decimals = _decimals(claim["low"], claim["high"])
-            ok = (not math.isnan(low)) and _round_half_up(low, decimals) == claim["low"] \
-                and _round_half_up(high, decimals) == claim["high"]
+            ok = bool((not math.isnan(low)) and _round_half_up(low, decimals) == claim["low"]
+                      and _round_half_up(high, decimals) == claim["high"])
             out.at[i, "table_low"], out.at[i, "table_high"], out.at[i, "reproduced"] = low, high, ok
             findings.append("the table's own figures, rounded" if ok else "does not follow from the table")
         elif metric == "workload":
@@ -290,32 +318,30 @@ def analyze(path: str | Path, *, candidate: str, workload: str | None = None, is
     ``path`` is a CSV with the columns of ``data/benchmark_results.csv`` (model, system,
     metric, value, decimals, source_id, note), validated against the same schema, except
     that models, systems and sources may be the reader's own. ``candidate`` names the system
-    being compared; each model needs exactly one other system. Token lengths are the mean
-    lengths ``workload`` draws (the articles' 8k/1k unless named; see :func:`perwatt.catalog.lengths`)
-    unless ``isl_tokens`` or ``osl_tokens`` give them. ``reported`` optionally names a CSV of printed ratios with the
-    columns of ``data/reported_ratios.csv``. A bad file raises :class:`perwatt.data.DataError`
-    naming the file, row and column.
+    being compared; each model needs exactly one other system and a row for every metric.
+    Token lengths are the mean lengths ``workload`` draws (the articles' 8k/1k unless named; see
+    :func:`perwatt.catalog.lengths`) unless ``isl_tokens`` or ``osl_tokens`` give them.
+    ``reported`` optionally names a CSV of printed ratios with the columns of
+    ``data/reported_ratios.csv``, one for each model and metric. The file may be UTF-8 (with or
+    without a byte-order mark) or UTF-16 with one, separated by commas, semicolons or tabs;
+    numbers take a decimal point. A bad file, or a figure outside :data:`perwatt.plausible.BOUNDS`, raises
+    :class:`perwatt.data.DataError` naming the file, line and column.
     """
     drawn = catalog.lengths(workload)
     isl_tokens = drawn.isl_mean if isl_tokens is None else isl_tokens
     osl_tokens = drawn.osl_mean if osl_tokens is None else osl_tokens
-    results = data.validate_file(path, "benchmark_results", check_foreign_keys=False)
-    needed = set(METRICS)
-    for model, group in results.groupby("model", sort=False):
-        missing = needed - set(group["metric"])
-        if missing:
-            raise data.DataError(f"{path}: model {model!r} has no row for metric(s) {sorted(missing)}")
+    results, text = data.read_file(path, "benchmark_results", check_foreign_keys=False)
     try:
         paired(results, candidate)
     except ValueError as err:
         raise data.DataError(f"{path}: {err}") from None
+    audit = latency_audit(results, osl_tokens)
+    plausible.check(results, text, audit)
     checks = None
     if reported is not None:
         printed = data.validate_file(reported, "reported_ratios", check_foreign_keys=False)
-        checks = ratio_checks(results, printed, candidate)
-    return Report(
-        results=results,
-        checks=checks,
-        derived=derived(results, isl_tokens, osl_tokens),
-        audit=latency_audit(results, osl_tokens),
-    )
+        try:
+            checks = ratio_checks(results, printed, candidate)
+        except ValueError as err:
+            raise data.DataError(f"{reported}: {err}") from None
+    return Report(results=results, checks=checks, derived=derived(results, isl_tokens, osl_tokens), audit=audit)

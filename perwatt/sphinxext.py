@@ -2,6 +2,9 @@
 
 Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 
+* checks every data file first and stops the build at the first bad one, printing its
+  :class:`~perwatt.data.DataError` (otherwise every chapter would run, fail inside its kernel and
+  leave hundreds of missing-glue warnings, the real error buried in a report file);
 * tells the kernels that execute the chapters to render charts for the static site
   (``PERWATT_RENDER=static``, inherited by every kernel the build starts);
 * clears jupyter-cache when the package or the data changed, since the cache only sees
@@ -117,7 +120,27 @@ def _check_patched_versions() -> None:
                            f"{installed} is installed: check whether the workaround is still needed")
 
 
+def _check_data(app: Sphinx) -> None:
+    """Load every data file once; the first DataError stops the build before any chapter runs.
+
+    The data is the book's own (its ``data/`` folder, unless ``PERWATT_DATA`` names another), and
+    the kernels that run the chapters are pointed at the same folder.
+    """
+    from sphinx.errors import ConfigError
+
+    from perwatt import data
+
+    own = Path(app.srcdir) / "data"
+    if data.ENVIRONMENT_VARIABLE not in os.environ and (own / "datapackage.json").is_file():
+        os.environ[data.ENVIRONMENT_VARIABLE] = str(own.resolve())
+    try:
+        data.validate_all()
+    except data.DataError as err:
+        raise ConfigError(f"perwatt: the book's data does not validate, so no chapter can run:\n{err}") from None
+
+
 def _config_inited(app: Sphinx, config) -> None:
+    _check_data(app)
     _check_patched_versions()
     os.environ[render.MODE_VARIABLE] = "static"
     _invalidate_stale_cache(app, config)

@@ -163,9 +163,9 @@ def test_analyze_accepts_the_readers_own_systems(tmp_path):
     ("edit", "expected"),
     [
         (lambda f: f.assign(value=f["value"].astype(object).where(f.index != 3, "fast")),
-         ["mine.csv", "row 4", "'value'", "'fast' is not a number"]),
+         ["mine.csv", "line 5", "'value'", "'fast' is not a number"]),
         (lambda f: f.drop(columns="decimals"), ["mine.csv", "missing column", "'decimals'"]),
-        (lambda f: f.assign(value=f["value"].where(f.index != 0, -1.0)), ["mine.csv", "row 1", "'value'"]),
+        (lambda f: f.assign(value=f["value"].where(f.index != 0, -1.0)), ["mine.csv", "line 2", "'value'"]),
         (lambda f: f[~((f["model"] == "kimi-k2.5") & (f["metric"] == "interactivity"))],
          ["mine.csv", "kimi-k2.5", "interactivity"]),
         (lambda f: f.replace({"system": {"jalapeno": "other"}}), ["mine.csv", "candidate system 'jalapeno'"]),
@@ -187,3 +187,18 @@ def test_workload_lengths_follow_inferencex_draws():
     assert drawn.isl_mean == 7372.5 and drawn.osl_mean == 921.5
     assert drawn.tokens_per_output_token == pytest.approx((7372.5 + 921.5) / 921.5, rel=1e-12)
     assert catalog.lengths("1k/8k").osl_min == 6553
+
+
+def test_performance_figures_in_the_ledger():
+    claims = pd.DataFrame({
+        "metric": ["tps_per_kw", "unspecified", "unspecified", "months", "kernel_speedup", "caveat"],
+        "low": [1.5, 2.1, float("nan"), 9.0, 1.5, float("nan")],
+    })
+    assert benchmark.is_performance_figure(claims).tolist() == [True, True, False, False, True, False]
+    ledger = data.load("claims")
+    performance = benchmark.is_performance_figure(ledger)
+    # By hand from claims.csv: 10 entries with a performance number, 4 of them not checkable
+    # (interactive-gap, interview-ppw, ai-kernels, ai-retune).
+    assert int(performance.sum()) == 10
+    unchecked = ledger.loc[performance & (ledger["status"] == "not checkable"), "claim_id"]
+    assert sorted(unchecked) == ["ai-kernels", "ai-retune", "interactive-gap", "interview-ppw"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -84,34 +86,34 @@ def broken(tmp_path: Path):
     ("file", "old", "new", "resource", "expected"),
     [
         ("power.csv", "jalapeno,chip_rated,700,", "jalapeno,chip_rated,-700,", "power",
-         ["power.csv", "row 1", "'power_w'", "greater than 0"]),
+         ["power.csv", "line 2", "'power_w'", "greater than 0"]),
         ("power.csv", "gb200,chip_rated,1200,", "gb200,chip_rated,1.2kW,", "power",
-         ["power.csv", "row 4", "'power_w'", "'1.2kW' is not a number"]),
+         ["power.csv", "line 5", "'power_w'", "'1.2kW' is not a number"]),
         ("power.csv", "gb200,chip_rated,1200,", "gb200,chip_rated,nan,", "power",
-         ["power.csv", "row 4", "'power_w'", "not a finite number"]),
+         ["power.csv", "line 5", "'power_w'", "not a finite number"]),
         ("power.csv", "gb300,chip_rated,1400,", "gb999,chip_rated,1400,", "power",
-         ["power.csv", "row 7", "'system'", "unknown system 'gb999'", "systems.csv"]),
+         ["power.csv", "line 8", "'system'", "unknown system 'gb999'", "systems.csv"]),
         ("power.csv", "system,basis,power_w,bound", "system,basis,watts,bound", "power",
          ["power.csv", "missing column", "'power_w'"]),
         ("power.csv", "jalapeno,chip_rated,700,exact", "jalapeno,chip_rated,,exact", "power",
-         ["power.csv", "row 1", "'bound'", "'exact'"]),
+         ["power.csv", "line 2", "'bound'", "'exact'"]),
         ("benchmark_results.csv", "gpt-oss-120b,jalapeno,tps_per_kw,85448", "gpt-oss-999b,jalapeno,tps_per_kw,85448",
-         "benchmark_results", ["benchmark_results.csv", "row 1", "'model'", "unknown model 'gpt-oss-999b'"]),
+         "benchmark_results", ["benchmark_results.csv", "line 2", "'model'", "unknown model 'gpt-oss-999b'"]),
         ("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw,44960", "gpt-oss-120b,gb200,tps_per_kw,44 960",
-         "benchmark_results", ["benchmark_results.csv", "row 2", "'value'", "'44 960' is not a number"]),
+         "benchmark_results", ["benchmark_results.csv", "line 3", "'value'", "'44 960' is not a number"]),
         ("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw", "gpt-oss-120b,gb200,tps_per_watt",
-         "benchmark_results", ["benchmark_results.csv", "row 2", "'metric'", "not one of"]),
+         "benchmark_results", ["benchmark_results.csv", "line 3", "'metric'", "not one of"]),
         ("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw", "gpt-oss-120b,jalapeno,tps_per_kw",
-         "benchmark_results", ["benchmark_results.csv", "row 2", "duplicate key"]),
+         "benchmark_results", ["benchmark_results.csv", "line 3", "duplicate key"]),
         ("workloads.csv", "8k/1k,8192,1024", "8k/1k,8192.5,1024", "workloads",
-         ["workloads.csv", "row 1", "'isl_tokens'", "not a whole number"]),
+         ["workloads.csv", "line 2", "'isl_tokens'", "not a whole number"]),
         ("workloads.csv", ",0.8,1.0,", ",1.0,0.8,", "workloads",
-         ["workloads.csv", "row 1", "'input_min_fraction'"]),
+         ["workloads.csv", "line 2", "'input_min_fraction'"]),
         ("sources.csv", ",article,reported,", ",article,,", "sources",
-         ["sources.csv", "row 1", "'status'", "required"]),
+         ["sources.csv", "line 2", "'status'", "required"]),
     ],
 )
-def test_malformed_files_fail_naming_file_row_and_column(broken, file, old, new, resource, expected):
+def test_malformed_files_fail_naming_file_line_and_column(broken, file, old, new, resource, expected):
     directory = broken(file, old, new)
     with pytest.raises(data.DataError) as info:
         data.load(resource, directory)
@@ -150,3 +152,45 @@ def test_load_returns_a_copy():
     first = data.load("power", DATA)
     first.loc[0, "power_w"] = -1
     assert data.load("power", DATA).loc[0, "power_w"] > 0
+
+
+def test_descriptor_of_the_wrong_shape_is_named(tmp_path: Path):
+    for descriptor, expected in (([], "top level must be a JSON object"),
+                                 ({"resources": [{"name": "power", "path": "power.csv"}]}, "needs 'schema.fields'"),
+                                 ({"resources": {}}, "'resources' must be a list")):
+        (tmp_path / "datapackage.json").write_text(json.dumps(descriptor))
+        with pytest.raises(data.DataError, match=expected) as info:
+            data.load("power", tmp_path)
+        assert "datapackage.json" in str(info.value)
+
+
+def test_a_deleted_required_row_fails_at_load(broken):
+    directory = broken("benchmark_results.csv", "kimi-k2.5,gb300,interactivity,120,0,realbet,\n", "")
+    with pytest.raises(data.DataError, match=r"benchmark_results.csv, line 15: model 'kimi-k2.5', system 'gb300' "
+                                             r"has no row for metric 'interactivity'"):
+        data.load("benchmark_results", directory)
+
+
+def test_a_deleted_printed_ratio_fails_at_load(broken):
+    directory = broken("reported_ratios.csv", "deepseek-r1,e2e_latency_s,3.6,1,realbet,Published as ≈3.6× lower.\n", "")
+    with pytest.raises(data.DataError, match=r"reported_ratios.csv: no row for model='deepseek-r1', metric='e2e_latency_s'"):
+        data.load("reported_ratios", directory)
+
+
+@pytest.mark.build
+def test_a_corrupted_data_file_stops_the_build_with_its_error(tmp_path: Path):
+    from perwatt import devtools
+
+    copy = tmp_path / "book"
+    shutil.copytree(devtools.REPO, copy, ignore=shutil.ignore_patterns(
+        ".venv", "_build", ".git", ".hypothesis", ".pytest_cache", "__pycache__", "wheelhouse", ".jupyter_cache"))
+    power = copy / "data" / "power.csv"
+    power.write_text(power.read_text(encoding="utf-8").replace("gb200,chip_rated,1200,", "gb200,chip_rated,1.2kW,"),
+                     encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PERWATT_RENDER", "PERWATT_DATA")}
+    proc = subprocess.run([devtools.jupyter_book(), "build", str(copy), "--path-output", str(tmp_path / "out"),
+                           *devtools.BUILD_FLAGS], capture_output=True, text=True, env=env, timeout=120)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"{power}, line 5, column 'power_w': '1.2kW' is not a number" in console, console[-3000:]
+    assert "glue data" not in console  # it stopped before any chapter ran
