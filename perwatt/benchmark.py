@@ -337,6 +337,7 @@ def analyze(path: str | Path, *, candidate: str, workload: str | None = None, is
         raise data.DataError(f"{path}: {err}") from None
     audit = latency_audit(results, osl_tokens)
     plausible.check(results, text, audit)
+    del text  # the file's cells as text are needed only for error messages; on a large file they are most of the memory
     checks = None
     if reported is not None:
         printed = data.validate_file(reported, "reported_ratios", check_foreign_keys=False)
