@@ -20,10 +20,15 @@ ONLY_THERE := $(if $(findstring win,$(PLATFORM)),$(WINDOWS_ONLY),$(if $(findstri
 
 .PHONY: book test check chapter clean wheelhouse
 
-$(STAMP): requirements.txt requirements-test.txt constraints.txt pyproject.toml
+# The hub's proxy (configurable-http-proxy, from npm) goes into $(VENV)/node, exactly as deploy/jupyterhub's lockfile
+# pins it; without npm the hub tests fail and say so.
+$(STAMP): requirements.txt requirements-test.txt requirements-hub.txt constraints.txt pyproject.toml deploy/jupyterhub/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	mkdir -p $(VENV)/node && cp deploy/jupyterhub/package.json deploy/jupyterhub/package-lock.json $(VENV)/node/
+	if command -v npm >/dev/null; then npm ci --prefix $(VENV)/node --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the JupyterHub tests need Node.js 20 or newer and npm (Debian: apt-get install nodejs npm)"; fi
 	touch $(STAMP)
 
 book: $(STAMP)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import browser_latency
 import build_time
 import byon_scale
+import hub_load
 import model_throughput
 import page_weight
 import widget_latency
@@ -18,7 +19,7 @@ if __name__ == "__main__":
     for name, module in [("model_throughput", model_throughput), ("byon_scale", byon_scale),
                          ("page_weight", page_weight),
                          ("browser_latency", browser_latency), ("widget_latency", widget_latency),
-                         ("build_time", build_time)]:
+                         ("build_time", build_time), ("hub_load", hub_load)]:
         print(f"\n== {name}")
         report[name] = module.main()
     write("report", report)

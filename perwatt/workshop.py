@@ -7,6 +7,8 @@ Run from the repository folder:
 * ``python -m perwatt handouts --out handouts``: writes one student notebook per chapter from the
   built book (:mod:`perwatt.handouts`); ``--answers`` keeps the solutions, ``--force`` replaces
   notebooks that differ.
+* ``python -m perwatt links --hub URL --repo URL [--branch B]``: prints an nbgitpuller link per handout that
+  opens it in JupyterLab on a JupyterHub (:mod:`perwatt.hub`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     hand.add_argument("--out", type=Path, default=Path("handouts"), help="folder for the notebooks")
     hand.add_argument("--force", action="store_true", help="replace notebooks that differ (students' edits are lost)")
     hand.add_argument("--answers", action="store_true", help="keep the worked solutions: the host's answer key")
+    from perwatt import hub
+
+    hub.add_arguments(commands.add_parser("links", help="print a one-click hub link per handout (nbgitpuller)"))
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return setup_check.run(args)
+    if args.command == "links":
+        from perwatt import handouts
+
+        return hub.run(args, [handouts.filename(chapter) for chapter in devtools.chapter_files()])
     from perwatt import handouts
 
     try:
