@@ -12,11 +12,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, data, metrics
+from perwatt import catalog, checks, data, metrics
 
 PublishedBasis = Literal["chip_rated", "jalapeno_measured"]
 BaselineBasis = Literal["chip_rated", "all_in_provisioned"]
 TokenCount = Literal["all", "output"]
+BASIS = checks.rule(checks.choice, catalog.BASIS_LABELS)
 
 
 @data.cached
@@ -52,6 +53,7 @@ def implied_chip_throughput() -> pd.DataFrame:
     return catalog.label(out)
 
 
+@checks.validated(basis=BASIS)
 def per_chip_comparison(basis: str = "chip_rated") -> pd.DataFrame:
     """Jalapeño's tokens/s per chip against its own baseline's, both implied on one power ``basis``.
 
@@ -75,6 +77,10 @@ def per_chip_comparison(basis: str = "chip_rated") -> pd.DataFrame:
     return out
 
 
+@checks.validated(published_basis=checks.rule(checks.choice, ("chip_rated", "jalapeno_measured")),
+                  jalapeno_power_w=checks.rule(checks.scalar, minimum=checks.MIN_PLAUSIBLE_POWER_W,
+                                               maximum=checks.MAX_PLAUSIBLE_POWER_W, unit_hint="watts, not kW"),
+                  baseline_basis=checks.rule(checks.choice, ("chip_rated", "all_in_provisioned")))
 def basis_comparison(published_basis: PublishedBasis, jalapeno_power_w: float,
                      baseline_basis: BaselineBasis) -> pd.DataFrame:
     """Jalapeño ÷ baseline tokens/s/kW when each side is charged a chosen power.
@@ -85,10 +91,6 @@ def basis_comparison(published_basis: PublishedBasis, jalapeno_power_w: float,
     served. Those tokens are then divided by ``jalapeno_power_w`` for Jalapeño and by the
     baseline's power on ``baseline_basis``. One row per model.
     """
-    if published_basis not in ("chip_rated", "jalapeno_measured"):
-        raise ValueError(f"published_basis must be 'chip_rated' or 'jalapeno_measured', got {published_basis!r}")
-    if baseline_basis not in ("chip_rated", "all_in_provisioned"):
-        raise ValueError(f"baseline_basis must be 'chip_rated' or 'all_in_provisioned', got {baseline_basis!r}")
     table = pairs()
     jalapeno_published_w = catalog.power_w(
         catalog.CANDIDATE, "chip_measured" if published_basis == "jalapeno_measured" else "chip_rated")
@@ -108,6 +110,8 @@ def basis_comparison(published_basis: PublishedBasis, jalapeno_power_w: float,
     return out
 
 
+@checks.validated(price_usd_per_kwh=checks.PRICE, pue=checks.PUE, tokens=checks.rule(checks.choice, ("all", "output")),
+                  workload_name=checks.rule(checks.optional, checks.TEXT))
 def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
                  workload_name: str | None = None) -> pd.DataFrame:
     """Energy per token and its electricity cost, per model and system, from the published TPS/kW.
@@ -118,8 +122,6 @@ def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
     workload's mean drawn lengths (the table's workload by default). The power basis is whatever
     the published figures used; ``pue`` scales it to the facility.
     """
-    if tokens not in ("all", "output"):
-        raise ValueError(f"tokens must be 'all' or 'output', got {tokens!r}")
     out = catalog.results()[["model", "model_label", "system", "system_label", "tps_per_kw"]].copy()
     joules = metrics.joules_per_token(out["tps_per_kw"])
     if tokens == "output":
@@ -131,6 +133,7 @@ def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
     return out
 
 
+@checks.validated(published_basis=checks.rule(checks.choice, ("chip_rated", "jalapeno_measured")))
 def same_overhead_comparison(published_basis: PublishedBasis) -> pd.DataFrame:
     """Both sides on an all-in basis, with Jalapeño's unknown overhead set equal to its baseline's.
 
@@ -148,6 +151,9 @@ def same_overhead_comparison(published_basis: PublishedBasis) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+@checks.validated(price_usd_per_kwh=checks.rule(checks.scalar, minimum=0.001,
+                                                maximum=checks.MAX_PLAUSIBLE_PRICE_USD_PER_KWH), pue=checks.PUE,
+                  energy_basis=checks.rule(checks.choice, ("chip_rated", "all_in_provisioned")))
 def hardware_and_energy_cost(price_usd_per_kwh: float, pue: float,
                              energy_basis: BaselineBasis = "chip_rated") -> pd.DataFrame:
     """Rental and electricity cost per million tokens, for systems with a known hourly price.
@@ -155,7 +161,8 @@ def hardware_and_energy_cost(price_usd_per_kwh: float, pue: float,
     Tokens/s per GPU assume the published TPS/kW divided by the GPU's rating. Electricity charges
     each GPU the power of ``energy_basis``: its rating (the published TPS/kW as it stands) or
     InferenceX's all-in watts, which already include the facility, so pass ``pue=1`` with them.
-    Systems without a sourced hourly price are left out, not estimated.
+    Systems without a sourced hourly price are left out, not estimated. Rent ÷ electricity needs
+    a price of electricity: at least US$0.001 per kWh.
     """
     prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"])
     table = catalog.results().merge(prices[["system", "price_usd_per_gpu_hour"]], on="system")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perwatt import benchmark, catalog, data, metrics, roofline
+from perwatt import benchmark, catalog, checks, data, metrics, roofline
 
 
 @dataclass(frozen=True)
@@ -30,23 +30,27 @@ class SystemProfile:
     tpot_s: float
     joules_per_token: float
 
+    def __post_init__(self) -> None:
+        checks.scalar("prefill_s_per_token", self.prefill_s_per_token, minimum=0.0, maximum=checks.MAX_SECONDS)
+        checks.scalar("tpot_s", self.tpot_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+        checks.scalar("joules_per_token", self.joules_per_token, minimum=0.0)
 
+
+#: Model calls in one task, at most.
+MAX_STEPS = 1_000_000
+STEPS = checks.rule(checks.count, minimum=1, maximum=MAX_STEPS)
+
+
+@checks.validated(profile=checks.kind(SystemProfile), steps=STEPS, initial_context=checks.CONTEXT,
+                  context_growth=checks.CONTEXT, cache_hit=checks.fraction, tool_s=checks.SECONDS,
+                  output_tokens=checks.CONTEXT)
 def task(profile: SystemProfile, steps, initial_context, context_growth, cache_hit, tool_s, output_tokens):
     """Latency (s) and energy (J) of one agent task; arguments broadcast as NumPy arrays.
 
     Returns a dict with ``latency_s``, ``model_s`` (time in model calls), ``tool_total_s``,
     ``decode_s``, ``prefill_s``, ``energy_j`` and ``uncached_tokens``.
     """
-    steps = np.asarray(steps, dtype=float)
-    if (steps < 1).any() or (steps != np.round(steps)).any():
-        raise ValueError(f"steps must be a whole number ≥ 1, got {steps!r}")
-    hit = np.asarray(cache_hit, dtype=float)
-    if ((hit < 0) | (hit > 1)).any():
-        raise ValueError(f"cache_hit must be in [0, 1], got {cache_hit!r}")
-    for name, value in (("initial_context", initial_context), ("context_growth", context_growth),
-                        ("tool_s", tool_s), ("output_tokens", output_tokens)):
-        if (np.asarray(value, dtype=float) < 0).any():
-            raise ValueError(f"{name} must be ≥ 0, got {value!r}")
+    hit = cache_hit
     # Σ_{i<N} (c0 + i·g) = N·c0 + g·N(N−1)/2 prompt tokens over the task.
     prompt_tokens = steps * initial_context + context_growth * steps * (steps - 1) / 2
     uncached = prompt_tokens * (1 - hit)
@@ -65,7 +69,7 @@ def task(profile: SystemProfile, steps, initial_context, context_growth, cache_h
     }
 
 
-@data.cached
+@checks.validated(model=checks.TEXT)
 def profiles(model: str) -> dict[str, SystemProfile]:
     """Jalapeño and its baseline for one model, from the published table and the serving model.
 
@@ -77,6 +81,11 @@ def profiles(model: str) -> dict[str, SystemProfile]:
     instead. The two prefill figures rest on different evidence, so they are not a like-for-like
     comparison of the chips' prefill speed.
     """
+    return _profiles(model)
+
+
+@data.cached
+def _profiles(model: str) -> dict[str, SystemProfile]:
     drawn = catalog.lengths()
     isl, osl = drawn.isl_mean, drawn.osl_mean
     audit = benchmark.latency_audit(benchmark.book_results(), osl)
@@ -99,6 +108,14 @@ def profiles(model: str) -> dict[str, SystemProfile]:
     return out
 
 
+@checks.validated(model=checks.TEXT, steps=checks.rule(checks.integer, maximum=MAX_STEPS),
+                  context_growth=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS),
+                  cache_hit=checks.rule(checks.scalar, minimum=0.0, maximum=1.0),
+                  tool_s=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_SECONDS),
+                  initial_context=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0,
+                                                                            maximum=checks.MAX_TOKENS)),
+                  output_tokens=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0,
+                                                                          maximum=checks.MAX_TOKENS)))
 def task_comparison(model: str, steps: int, context_growth: float, cache_hit: float, tool_s: float,
                     initial_context: float | None = None, output_tokens: float | None = None) -> pd.DataFrame:
     """One agent task on Jalapeño and on its baseline: latency, its parts, energy, and the ratios.

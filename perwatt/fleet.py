@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from perwatt import accounting, catalog, data, roofline, serving
+from perwatt import accounting, catalog, checks, data, roofline, serving
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,20 @@ class Workload:
     osl_tokens: float
     min_tokens_per_s_per_user: float
     output_tokens_per_s: float
+
+    def __post_init__(self) -> None:
+        checks.instance("name", self.name, str)
+        checks.scalar("isl_tokens", self.isl_tokens, minimum=1.0, maximum=checks.MAX_TOKENS)
+        checks.scalar("osl_tokens", self.osl_tokens, minimum=1.0, maximum=checks.MAX_TOKENS)
+        checks.scalar("min_tokens_per_s_per_user", self.min_tokens_per_s_per_user, minimum=0.0, maximum=checks.MAX_RATE)
+        checks.scalar("output_tokens_per_s", self.output_tokens_per_s, minimum=0.0, maximum=checks.MAX_RATE)
+
+
+def _supply(name: str, value) -> float:
+    """A number of chips that exist: whole or not (it is floored), ≥ 0, or infinite (no limit); never NaN."""
+    if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and value == np.inf:
+        return float(value)
+    return checks.scalar(name, value, minimum=0.0, maximum=checks.MAX_CHIPS)
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,18 @@ class Hardware:
     capacity: dict  # workload name -> output tokens/s per chip meeting its target (0 if none)
     supply: float = np.inf
     assumed: bool = False  # True where the profile rests on the reader's assumptions
+
+    def __post_init__(self) -> None:
+        checks.instance("name", self.name, str)
+        checks.instance("label", self.label, str)
+        checks.usd_per_chip_hour("usd_per_hour", self.usd_per_hour)
+        checks.power_w("power_w", self.power_w)
+        checks.instance("capacity", self.capacity, dict)
+        for workload, value in self.capacity.items():
+            checks.instance("capacity (its keys)", workload, str)
+            checks.scalar(f"capacity[{workload!r}]", value, minimum=0.0, maximum=checks.MAX_RATE)
+        _supply("supply", self.supply)
+        checks.flag("assumed", self.assumed)
 
 
 @dataclass(frozen=True)
@@ -59,7 +85,17 @@ class JalapenoAssumptions:
         default_factory=lambda: catalog.assumption("jalapeno_usd_per_watt_hour_vs_gb200"))
     supply_chips: float = field(default_factory=lambda: catalog.assumption("jalapeno_supply_chips"))
 
+    def __post_init__(self) -> None:
+        checks.optional("per_watt_vs_gb200", self.per_watt_vs_gb200,
+                        checks.rule(checks.scalar, minimum=checks.MIN_MAGNITUDE, maximum=1000.0))
+        checks.scalar("usd_per_watt_hour_vs_gb200", self.usd_per_watt_hour_vs_gb200, minimum=0.0, maximum=1000.0)
+        _supply("supply_chips", self.supply_chips)
 
+
+WORKLOAD, WORKLOADS = checks.kind(Workload), checks.rule(checks.instances, Workload)
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, workload=WORKLOAD)
 def capacity(model: str, accelerator: str, workload: Workload) -> float:
     """Best output tokens/s per chip over the frontier among points meeting the workload's target."""
     return _capacity(model, accelerator, workload.isl_tokens, workload.osl_tokens, workload.min_tokens_per_s_per_user)
@@ -72,6 +108,7 @@ def _capacity(model: str, accelerator: str, isl: float, osl: float, min_rate: fl
     return float(ok["output_tokens_per_s_per_chip"].max()) if len(ok) else 0.0
 
 
+@checks.validated(model=checks.TEXT, workloads=WORKLOADS)
 def nvidia_profiles(model: str, workloads: list[Workload]) -> list[Hardware]:
     """Every accelerator with a sourced price and known specifications."""
     prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"]).set_index("system")
@@ -89,6 +126,7 @@ def nvidia_profiles(model: str, workloads: list[Workload]) -> list[Hardware]:
     return profiles
 
 
+@checks.validated(model=checks.TEXT, workloads=WORKLOADS, assumptions=checks.kind(JalapenoAssumptions))
 def jalapeno_profile(model: str, workloads: list[Workload], assumptions: JalapenoAssumptions) -> Hardware:
     """Jalapeño built from GB200's profile and the reader's assumptions (labelled as such)."""
     ratio = assumptions.per_watt_vs_gb200
@@ -107,11 +145,14 @@ def jalapeno_profile(model: str, workloads: list[Workload], assumptions: Jalapen
     )
 
 
+@checks.validated(hardware=checks.kind(Hardware), price_usd_per_kwh=checks.PRICE, pue=checks.PUE)
 def hourly_cost(hardware: Hardware, price_usd_per_kwh: float, pue: float) -> float:
     """US$ per chip-hour: the rental price plus the electricity it draws at its rating."""
     return hardware.usd_per_hour + hardware.power_w / 1000 * pue * price_usd_per_kwh
 
 
+@checks.validated(workloads=WORKLOADS, hardware=checks.rule(checks.instances, Hardware),
+                  price_usd_per_kwh=checks.PRICE, pue=checks.PUE, integral=checks.FLAG)
 def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kwh: float, pue: float,
            integral: bool = True) -> pd.DataFrame:
     """The cheapest assignment of chips to workloads: one row per workload and hardware.
@@ -122,6 +163,12 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     meets its target, or supply runs out).
     """
     nw, nh = len(workloads), len(hardware)
+    names = [w.name for w in workloads]
+    if len(set(names)) < nw or nw * nh > 10_000:
+        raise ValueError(f"workloads must have distinct names, and workloads × hardware at most 10,000, got {names!r}")
+    for h in hardware:
+        if set(names) - set(h.capacity):
+            raise ValueError(f"hardware {h.name!r} has no capacity for workloads {sorted(set(names) - set(h.capacity))}")
     cost = np.array([hourly_cost(h, price_usd_per_kwh, pue) for h in hardware])
     c = np.tile(cost, nw)  # variable index: w * nh + h
     # Serve each workload's volume: Σ_h cap·x ≥ volume.
@@ -141,7 +188,8 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
             lower.append(0.0)
             upper.append(np.floor(h.supply))
     result = milp(c, constraints=LinearConstraint(np.array(rows), lower, upper),
-                  integrality=np.full(nw * nh, 1 if integral else 0), bounds=Bounds(0, np.inf))
+                  integrality=np.full(nw * nh, 1 if integral else 0), bounds=Bounds(0, np.inf),
+                  options={"time_limit": 20})
     if result.status != 0:
         raise ValueError(f"no assignment serves every workload: {result.message}")
     # Integral up to the solver's tolerance: round so that a plan never shows 291.9999 chips.
@@ -173,8 +221,8 @@ CHAT_WORKLOAD, AGENT_WORKLOAD = "1k/1k", "8k/1k"
 def scenario_workloads(agent_share: float, agent_min_rate: float) -> list[Workload]:
     """Chat (1k/1k, at the chat speed floor of assumptions.csv) and agent calls (8k/1k, at the
     chosen target), splitting the fleet's demand (an assumption) by ``agent_share``."""
-    if not 0 <= agent_share <= 1:
-        raise ValueError(f"agent_share must be in [0, 1], got {agent_share}")
+    agent_share = checks.scalar("agent_share", agent_share, minimum=0.0, maximum=1.0)
+    agent_min_rate = checks.scalar("agent_min_rate", agent_min_rate, minimum=0.0, maximum=checks.MAX_RATE)
     total = catalog.assumption("fleet_output_tokens_per_s")
     chat, agent = catalog.workload(CHAT_WORKLOAD), catalog.workload(AGENT_WORKLOAD)
     return [
@@ -185,6 +233,7 @@ def scenario_workloads(agent_share: float, agent_min_rate: float) -> list[Worklo
     ]
 
 
+@checks.validated(price_usd_per_kwh=checks.PRICE, assumptions=checks.rule(checks.optional, checks.kind(JalapenoAssumptions)), integral=checks.FLAG)
 def scenario(agent_share: float, agent_min_rate: float, price_usd_per_kwh: float,
              assumptions: JalapenoAssumptions | None = None, integral: bool = True) -> pd.DataFrame:
     """The book's fleet scenario: gpt-oss-120b, chat plus agent work, NVIDIA plus assumed Jalapeño,
@@ -192,4 +241,7 @@ def scenario(agent_share: float, agent_min_rate: float, price_usd_per_kwh: float
     assumptions = JalapenoAssumptions() if assumptions is None else assumptions
     workloads = scenario_workloads(agent_share, agent_min_rate)
     hardware = nvidia_profiles(MODEL, workloads) + [jalapeno_profile(MODEL, workloads, assumptions)]
+    if not any(h.capacity["agent"] > 0 for h in hardware) and workloads[1].output_tokens_per_s > 0:
+        raise ValueError(f"agent_min_rate must be a speed some chip reaches: no chip serves {agent_min_rate:g} "
+                         "tokens/s per user at any batch")
     return assign(workloads, hardware, price_usd_per_kwh, catalog.facility_pue(), integral=integral)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, metrics, roofline
+from perwatt import catalog, checks, roofline
 
 
 def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, output_tokens: int,
@@ -23,13 +23,21 @@ def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, outp
     Returns throughput (output tokens/s), p50 and p99 latency (s) over requests after the
     warm-up, mean latency, and the busy fraction.
     """
-    if arrival_rate <= 0:
-        raise ValueError(f"arrival_rate must be positive, got {arrival_rate}")
-    if max_batch < 1 or output_tokens < 1:
-        raise ValueError("max_batch and output_tokens must be at least 1")
+    arrival_rate = checks.scalar("arrival_rate", arrival_rate, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
+    prefill_s = checks.scalar("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    output_tokens = checks.integer("output_tokens", output_tokens, maximum=checks.MAX_SIMULATED_TOKENS)
+    max_batch = checks.integer("max_batch", max_batch, maximum=MAX_SIMULATED_BATCH)
+    requests = checks.integer("requests", requests, maximum=checks.MAX_SIMULATED_TOKENS)
+    warmup = checks.integer("warmup", warmup, minimum=0)
+    if warmup >= requests:
+        raise ValueError(f"warmup must be fewer than requests ({requests}), got {warmup}")
+    seed = checks.integer("seed", seed, minimum=0)
+    if requests * output_tokens > checks.MAX_SIMULATED_TOKENS:
+        raise ValueError(f"requests × output_tokens must be at most {checks.MAX_SIMULATED_TOKENS:,} decode steps to "
+                         f"simulate, got {requests * output_tokens:,}")
+    step = _step_times(step_time_s, max_batch)
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / arrival_rate, requests))
-    step = np.asarray([step_time_s(b) for b in range(max_batch + 1)] if callable(step_time_s) else step_time_s)
     remaining = np.zeros(requests, dtype=int)
     done_at = np.full(requests, np.nan)
     running: list[int] = []
@@ -68,11 +76,29 @@ def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, outp
     }
 
 
+#: The largest batch the queue simulation runs (its step times are one per batch size).
+MAX_SIMULATED_BATCH = 65_536
+
+
+def _step_times(step_time_s, max_batch: int) -> np.ndarray:
+    """Decode step times for batches 0..max_batch, checked: finite, ≥ 0, and > 0 from batch 1 up."""
+    if callable(step_time_s):
+        step_time_s = [step_time_s(b) for b in range(max_batch + 1)]
+    step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    if step.ndim != 1 or len(step) < max_batch + 1:
+        raise ValueError(f"step_time_s must give one time per batch size from 0 to max_batch ({max_batch + 1} values), "
+                         f"got shape {step.shape}")
+    checks.array("step_time_s", step[1:max_batch + 1], minimum=checks.MIN_MAGNITUDE)
+    return step
+
+
 def md1_mean_latency(arrival_rate: float, service_s: float) -> float:
     """Mean time in system of an M/D/1 queue (Pollaczek–Khinchine): service + ρ·S / (2(1 − ρ))."""
+    arrival_rate = checks.scalar("arrival_rate", arrival_rate, minimum=0.0, maximum=checks.MAX_RATE)
+    service_s = checks.scalar("service_s", service_s, exclusive_minimum=0.0, maximum=checks.MAX_SECONDS)
     rho = arrival_rate * service_s
     if rho >= 1:
-        raise ValueError(f"the queue is unstable: utilisation {rho:.2f} ≥ 1")
+        raise ValueError(f"arrival_rate × service_s must be below 1: the queue is unstable at utilisation {rho:.2f}")
     return service_s + rho * service_s / (2 * (1 - rho))
 
 
@@ -82,9 +108,17 @@ LOAD_MODEL, LOAD_ACCELERATOR = "gpt-oss-120b", "gb200"
 LOAD_OSL = 256
 
 
+@checks.validated(max_batch=checks.rule(checks.integer, maximum=MAX_SIMULATED_BATCH),
+                  isl=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)),
+                  osl=checks.rule(checks.integer, maximum=checks.MAX_SIMULATED_TOKENS),
+                  requests=checks.rule(checks.integer, minimum=10, maximum=checks.MAX_SIMULATED_TOKENS),
+                  seed=checks.rule(checks.integer, minimum=0))
 def load_curve(max_batch: int, rates, *, isl: float | None = None, osl: int = LOAD_OSL, requests: int = 1500,
                seed: int = 0) -> pd.DataFrame:
     """Throughput, p50/p99 latency and energy per output token across arrival rates for one instance."""
+    rates = checks.array("rates", rates, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
+    if rates.ndim != 1 or not 0 < len(rates) <= 1000:
+        raise ValueError(f"rates must be a list of 1 to 1,000 arrival rates, got {rates!r}")
     isl = float(catalog.workload()["isl_tokens"]) if isl is None else isl
     spec, device = roofline.model_spec(LOAD_MODEL), roofline.chip(LOAD_ACCELERATOR)
     chips = float(roofline.chips_needed(spec, device, max_batch, isl + osl))
@@ -106,7 +140,10 @@ def joules_per_output_token(rated_power_w, chips, busy_fraction, throughput_toke
     """Energy per output token of an instance whose chips draw their rating while busy and
     ``idle_power_fraction`` of it while idle (both labelled assumptions: decode usually draws
     less than the rating, so the busy figure is an upper bound)."""
-    metrics._checked("idle_power_fraction", idle_power_fraction, minimum=0.0, maximum=1.0)
-    busy = np.asarray(busy_fraction, dtype=float)
+    idle_power_fraction = checks.fraction("idle_power_fraction", idle_power_fraction)
+    busy = checks.fraction("busy_fraction", busy_fraction)
+    rated_power_w = checks.power_w("rated_power_w", rated_power_w)
+    chips = checks.CHIPS("chips", chips)
+    throughput_tokens_per_s = checks.rate("throughput_tokens_per_s", throughput_tokens_per_s)
     draw_w = rated_power_w * chips * (busy + idle_power_fraction * (1 - busy))
     return draw_w / throughput_tokens_per_s

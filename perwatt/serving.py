@@ -15,11 +15,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, data
-from perwatt.roofline import (DEFAULTS, TERA, Assumptions, Chip, ModelSpec, chip, chips_needed, decode_bytes,
-                              decode_time, model_spec, prefill_time)
+from perwatt import catalog, checks, data
+from perwatt.roofline import (ASSUMED, DEFAULTS, DEVICE, OPTIONAL_LENGTH, PRECISIONS, SPEC, TERA, Assumptions, Chip, ModelSpec, chip,
+                              chips_needed, decode_bytes, decode_time, model_spec, prefill_time)
+from perwatt.roofline import known_chips as roofline_chips
+
+PRECISION = checks.rule(checks.choice, PRECISIONS)
 
 
+@checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
+                  assumptions=ASSUMED)
 def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS) -> dict:
     """One static-batch operating point (arrays broadcast).
 
@@ -54,14 +59,28 @@ BATCHES = tuple(2 ** i for i in range(11))
 
 def pareto_efficient(x, y) -> np.ndarray:
     """True for each point that no other point beats on both ``x`` and ``y`` (higher is better on
-    both): no other point is at least as good on both and strictly better on one."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    both): no other point is at least as good on both and strictly better on one. ``x`` and ``y``
+    are one-dimensional, of one length (at most 100,000 points: the comparison is all pairs)."""
+    x = checks.array("x", x, minimum=-checks.MAX_MAGNITUDE)
+    y = checks.array("y", y, minimum=-checks.MAX_MAGNITUDE)
+    if x.ndim != 1 or y.shape != x.shape or len(x) > 100_000:
+        raise ValueError(f"x and y must be one-dimensional and of one length (≤ 100,000), got shapes {x.shape} "
+                         f"and {y.shape}")
     at_least = (x[None, :] >= x[:, None]) & (y[None, :] >= y[:, None])
     strictly = (x[None, :] > x[:, None]) | (y[None, :] > y[:, None])
     return ~(at_least & strictly).any(axis=1)
 
 
+def batch_list(batches) -> np.ndarray:
+    """Batch sizes to sweep: 1 to 10,000 whole numbers, each in 1..1,000,000, as floats."""
+    batch = checks.array("batches", batches, minimum=1, maximum=checks.MAX_BATCH, whole=True)
+    if batch.ndim != 1 or not len(batch) or len(batch) > 10_000:
+        raise ValueError(f"batches must be a list of 1 to 10,000 whole numbers, got {batches!r}")
+    return batch
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
+                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED)
 def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
              osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES) -> pd.DataFrame:
     """Throughput per chip against tokens/s per user across batch sizes: one row per batch.
@@ -76,24 +95,27 @@ def frontier(model: str, accelerator: str, precision: str = "as_released", isl: 
     osl = float(w["osl_tokens"]) if osl is None else osl
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
-    batch = np.asarray(batches, dtype=float)
-    if (batch != np.round(batch)).any() or (batch < 1).any():
-        raise ValueError(f"batches must be whole numbers ≥ 1, got {list(batches)!r}")
+    batch = batch_list(batches)
     point = serve(spec, device, batch, isl, osl, assumptions)
     frame = pd.DataFrame({"batch": batch.astype(int), **{k: np.asarray(v, dtype=float) for k, v in point.items()}})
     frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"], frame["tokens_per_s_per_user"])
     return frame
 
 
+@checks.validated(model=checks.TEXT, tokens_per_s_per_user=checks.RATE, context=checks.CONTEXT, precision=PRECISION,
+                  kv_bits=checks.KV_BITS)
 def required_bandwidth(model: str, tokens_per_s_per_user, context, precision: str = "as_released",
                        kv_bits: float = DEFAULTS.kv_bits):
     """Memory bandwidth (bytes/s) one sequence at batch 1 needs to reach a per-user rate, with no
     speculative decoding: every step reads the active weights and the whole KV cache."""
     spec = model_spec(model).with_precision(precision)
     per_token = decode_bytes(spec, 1, context, kv_bits)
-    return per_token * np.asarray(tokens_per_s_per_user, dtype=float)
+    return per_token * tokens_per_s_per_user
 
 
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, chips=checks.rule(checks.integer, maximum=checks.MAX_CHIPS),
+                  precision=PRECISION, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
+                  context=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS), assumptions=ASSUMED)
 def decode_time_on(model: str, accelerator: str, chips: int, precision: str, batch: int, context: float,
                    assumptions: Assumptions = DEFAULTS) -> float:
     """Seconds per decode step on a given number of chips (as a measurement was run)."""
@@ -101,6 +123,7 @@ def decode_time_on(model: str, accelerator: str, chips: int, precision: str, bat
     return float(decode_time(spec, chip(accelerator), batch, context, chips, assumptions))
 
 
+@checks.validated(assumptions=ASSUMED, unknown_context=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS))
 def validation(assumptions: Assumptions = DEFAULTS, unknown_context: float = 1024) -> pd.DataFrame:
     """The model's time per output token beside public measurements (data/measurements.csv).
 
@@ -121,6 +144,7 @@ def validation(assumptions: Assumptions = DEFAULTS, unknown_context: float = 102
     return out
 
 
+@checks.validated(precision=PRECISION, include_kv=checks.FLAG, reference=checks.TEXT)
 def implied_bandwidth(precision: str, include_kv: bool, reference: str = "gb300") -> pd.DataFrame:
     """The memory bandwidth one stream needs for the candidate's reported tokens/s per user.
 
@@ -128,6 +152,8 @@ def implied_bandwidth(precision: str, include_kv: bool, reference: str = "gb300"
     ``include_kv``, the whole KV cache at the table workload's mean context. One row per model,
     with the bandwidth in TB/s and as a multiple of ``reference``'s HBM bandwidth.
     """
+    if reference not in roofline_chips():
+        raise ValueError(f"reference must be one of {roofline_chips()}, got {reference!r}")
     drawn = catalog.lengths()
     context = drawn.isl_mean + drawn.osl_mean / 2 if include_kv else 0.0
     table = catalog.results()

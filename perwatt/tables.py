@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import pandas as pd
@@ -23,7 +24,7 @@ def styled(frame: pd.DataFrame, columns: dict[str, Column], *, caption: str, tab
     """A pandas Styler showing ``columns`` of ``frame`` in order.
 
     Unknown values (NaN) are shown as empty cells, never as a number; the caller gives
-    the reason in a note beside the table. ``table_id`` fixes the HTML ids so that two
+    the reason in a note beside the table. Cells, headings and the caption are HTML-escaped. ``table_id`` fixes the HTML ids so that two
     builds produce the same page.
     """
     missing = [c for c in columns if c not in frame]
@@ -35,11 +36,13 @@ def styled(frame: pd.DataFrame, columns: dict[str, Column], *, caption: str, tab
     }
     formats = {headings[name]: col.fmt for name, col in columns.items()}
     shown.columns = [headings[c] for c in shown.columns]
+    # Every text is escaped: a label from a reader's own file is data, never markup.
     return (
         shown.style.set_uuid(table_id)
-        .format(formats, na_rep="")
+        .format(formats, na_rep="", escape="html")
+        .format_index(escape="html", axis=1)
         .hide(axis="index")
-        .set_caption(caption)
+        .set_caption(html.escape(caption))
         .set_table_attributes('class="perwatt-table"')
     )
 

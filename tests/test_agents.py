@@ -86,3 +86,72 @@ def test_bad_task_input_names_the_parameter(kwargs, name):
     args = {"steps": 5, "initial_context": 1000, "context_growth": 100, "cache_hit": 0.5, "tool_s": 1, "output_tokens": 10}
     with pytest.raises(ValueError, match=name):
         agents.task(PROFILE, **{**args, **kwargs})
+
+
+def test_profiles_prefill_per_token_is_ttft_over_the_prompt():
+    # Jalapeño: its implied TTFT at the workload's mean lengths ÷ the mean prompt (not the output);
+    # the baseline: the roofline's prefill of one mean prompt ÷ its length.
+    from perwatt import benchmark, catalog, roofline
+    drawn = catalog.lengths()
+    audit = benchmark.latency_audit(benchmark.book_results(), drawn.osl_mean)
+    row = audit[(audit["model"] == "deepseek-r1") & (audit["system"] == catalog.CANDIDATE)].iloc[0]
+    got = agents.profiles("deepseek-r1")
+    assert got[catalog.CANDIDATE].prefill_s_per_token == pytest.approx(row["implied_ttft_s"] / drawn.isl_mean)
+    assert got[catalog.CANDIDATE].tpot_s == pytest.approx(row["tpot_ms"] / 1000)
+    assert got[catalog.CANDIDATE].joules_per_token == pytest.approx(1000 / row["tps_per_kw"])
+    baseline = next(s for s in got if s != catalog.CANDIDATE)
+    spec, device = roofline.model_spec("deepseek-r1"), roofline.chip(baseline)
+    chips = roofline.chips_needed(spec, device, 1, drawn.isl_mean)
+    expected = float(roofline.prefill_time(spec, device, drawn.isl_mean, chips)) / drawn.isl_mean
+    assert got[baseline].prefill_s_per_token == pytest.approx(expected)
+
+
+def test_task_boundaries_one_call_and_a_full_cache():
+    # One call, no tool time: latency = 1,000 × 1e-4 + 100 × 0.01 = 1.1 s. A full cache hit leaves only decode.
+    one = agents.task(PROFILE, 1, 1000, 700, 0.0, 5.0, 100)
+    assert float(one["latency_s"]) == pytest.approx(1.1) and float(one["tool_total_s"]) == 0.0
+    cached = agents.task(PROFILE, 4, 1000, 250, 1.0, 0.5, 30)
+    assert float(cached["prefill_s"]) == 0.0
+    assert float(cached["latency_s"]) == pytest.approx(120 * 0.01 + 3 * 0.5)
+    assert float(cached["energy_j"]) == pytest.approx(120 * 0.05)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: load.simulate_serving(float("nan"), prefill_s=0.01, step_time_s=np.ones(3), output_tokens=2,
+                                   max_batch=2), "arrival_rate"),
+    (lambda: load.simulate_serving(1.0, prefill_s=-1, step_time_s=np.ones(3), output_tokens=2, max_batch=2),
+     "prefill_s"),
+    (lambda: load.simulate_serving(1.0, prefill_s=0.01, step_time_s=np.ones(3), output_tokens=2, max_batch=2,
+                                   requests=0), "requests"),
+    (lambda: load.md1_mean_latency(1, -1), "service_s"),
+    (lambda: agents.task(PROFILE, 3, 1000, 500, float("nan"), 2.0, 100), "cache_hit"),
+])
+def test_issue_16_bad_calls_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_md1_known_value():
+    # λ = 50/s, S = 10 ms: ρ = 0.5, W = 0.01 + 0.5 × 0.01 / (2 × 0.5) = 0.015 s.
+    assert load.md1_mean_latency(50.0, 0.01) == pytest.approx(0.015)
+
+
+def test_task_comparison_ratios_known_value():
+    frame = agents.task_comparison("deepseek-r1", 5, 2000, 0.5, 3.0).set_index("system")
+    candidate, baseline = frame.loc["jalapeno"], frame.drop(index="jalapeno").iloc[0]
+    assert candidate["latency_advantage"] == pytest.approx(baseline["latency_s"] / candidate["latency_s"])
+    assert candidate["model_time_advantage"] == pytest.approx(baseline["model_s"] / candidate["model_s"])
+    assert candidate["tool_total_s"] == pytest.approx(4 * 3.0)
+
+
+def test_an_idle_queue_known_values():
+    # Arrivals about 1,000 s apart and 1 s of service each: nobody waits, so every latency is 1 s,
+    # the server is busy n s of the clock, and throughput is the tokens after warm-up over their span.
+    # Two output tokens each: a 0.25 s prefill with the first 0.25 s step, then a second 0.25 s step.
+    n, warmup = 50, 5
+    out = load.simulate_serving(0.001, prefill_s=0.25, step_time_s=np.array([0.0, 0.25]), output_tokens=2,
+                                max_batch=1, requests=n, warmup=warmup, seed=7)
+    arrivals = np.cumsum(np.random.default_rng(7).exponential(1000.0, n))
+    assert out["p50_s"] == pytest.approx(0.75) and out["mean_s"] == pytest.approx(0.75)
+    assert out["busy_fraction"] == pytest.approx(n * 0.75 / (arrivals[-1] + 0.75))
+    assert out["throughput_tokens_per_s"] == pytest.approx(2 * (n - warmup) / (arrivals[-1] + 0.75 - arrivals[warmup]))

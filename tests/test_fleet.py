@@ -11,8 +11,8 @@ from perwatt import catalog, figures, fleet
 
 def _toy():
     workloads = [fleet.Workload("w1", 1, 1, 0, 100.0), fleet.Workload("w2", 1, 1, 0, 400.0)]
-    a = fleet.Hardware("a", "A", 1.0, 0.0, {"w1": 10.0, "w2": 10.0})
-    b = fleet.Hardware("b", "B", 1.0, 0.0, {"w1": 20.0, "w2": 40.0}, supply=10.0)
+    a = fleet.Hardware("a", "A", 1.0, 1000.0, {"w1": 10.0, "w2": 10.0})
+    b = fleet.Hardware("b", "B", 1.0, 1000.0, {"w1": 20.0, "w2": 40.0}, supply=10.0)
     return workloads, [a, b]
 
 
@@ -41,14 +41,14 @@ def test_the_programme_matches_a_brute_force_search():
 
 
 def test_every_workload_is_served_with_whole_chips():
-    frame = fleet.scenario(0.5, 100.0, 0.08)
+    frame = fleet.scenario(0.25, 100.0, 0.08)
     assert (frame["chips"] == frame["chips"].round()).all()
     served = frame.groupby("workload")["output_tokens_per_s"].sum()
     # Whole chips overshoot the demand by less than the largest chip's capacity.
     overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["chips"]).max(),
                                                 include_groups=False)
-    for workload in ("chat", "agent"):
-        demand = catalog.assumption("fleet_output_tokens_per_s") * 0.5
+    for workload, share in (("chat", 0.75), ("agent", 0.25)):
+        demand = catalog.assumption("fleet_output_tokens_per_s") * share
         assert demand <= served[workload] < demand + overshoot[workload]
 
 
@@ -56,7 +56,7 @@ def test_integrality_changes_the_choice_of_chip():
     # 15 tokens/s to serve. A: 10 per chip at US$1/h; B: 15 per chip at US$1.6/h. Fractions of a
     # chip: 1.5 A for US$1.5 (A is cheaper per token). Whole chips: 2 A cost US$2, 1 B US$1.6.
     workloads = [fleet.Workload("w", 1, 1, 0, 15.0)]
-    hardware = [fleet.Hardware("a", "A", 1.0, 0.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.6, 0.0, {"w": 15.0})]
+    hardware = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.6, 1000.0, {"w": 15.0})]
     whole = fleet.assign(workloads, hardware, 0.0, 1.0).set_index("hardware")
     assert whole["chips"].to_dict() == {"a": 0.0, "b": 1.0}
     assert whole["total_usd_per_hour"].iloc[0] == pytest.approx(1.6)
@@ -81,7 +81,7 @@ def test_supply_limit_holds_and_tighter_targets_cost_more():
 
 def test_unservable_workload_is_an_error():
     workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
-    hardware = [fleet.Hardware("a", "A", 1.0, 0.0, {"w": 0.0})]
+    hardware = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 0.0})]
     with pytest.raises(ValueError, match="no assignment"):
         fleet.assign(workloads, hardware, 0.08, 1.0)
 
@@ -90,3 +90,51 @@ def test_figure_rows_are_the_model_plan():
     frame = figures.fleet().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
     plan = fleet.scenario(0.75, 200.0, 0.2)
     assert frame["chips"].to_list() == pytest.approx(plan["chips"].to_list())
+
+
+def test_scenario_workloads_split_the_demand_by_the_agent_share():
+    # Share 0.25: chat gets 75 % of the fleet's output tokens/s, agents 25 %.
+    total = catalog.assumption("fleet_output_tokens_per_s")
+    chat, agent = fleet.scenario_workloads(0.25, 150.0)
+    assert (chat.name, chat.output_tokens_per_s) == ("chat", pytest.approx(0.75 * total))
+    assert (agent.name, agent.output_tokens_per_s, agent.min_tokens_per_s_per_user) == (
+        "agent", pytest.approx(0.25 * total), 150.0)
+    assert (agent.isl_tokens, agent.osl_tokens) == (8192, 1024) and (chat.isl_tokens, chat.osl_tokens) == (1024, 1024)
+
+
+def test_electricity_and_pue_enter_the_cost_and_the_kw():
+    # A: US$1.00/h at 1,000 W; B: US$1.05/h at 100 W; both 10 tokens/s. At US$1/kWh and PUE 1.5,
+    # A costs 1 + 1.0 × 1.5 × 1 = US$2.50/h and B 1.05 + 0.1 × 1.5 = US$1.20/h: B wins, though its rent is higher.
+    workloads = [fleet.Workload("w", 1, 1, 0, 10.0)]
+    hardware = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.05, 100.0, {"w": 10.0})]
+    assert fleet.hourly_cost(hardware[0], 1.0, 1.5) == pytest.approx(2.5)
+    plan = fleet.assign(workloads, hardware, 1.0, 1.5).set_index("hardware")
+    assert plan["chips"].to_dict() == {"a": 0.0, "b": 1.0}
+    assert plan.loc["b", "usd_per_hour"] == pytest.approx(1.2)
+    assert plan.loc["b", "kw"] == pytest.approx(0.15)
+    # 10 tokens/s is 0.036 million tokens an hour: 0.15 kWh ÷ 0.036 and US$1.20 ÷ 0.036.
+    assert plan.loc["b", "workload_kwh_per_million_tokens"] == pytest.approx(0.15 / 0.036)
+    assert plan.loc["b", "workload_usd_per_million_tokens"] == pytest.approx(1.2 / 0.036)
+    # Free electricity: A's lower rent wins.
+    assert fleet.assign(workloads, hardware, 0.0, 1.5).set_index("hardware")["chips"].to_dict() == {"a": 1.0, "b": 0.0}
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: fleet.JalapenoAssumptions(usd_per_watt_hour_vs_gb200=-1.0), "usd_per_watt_hour_vs_gb200"),
+    (lambda: fleet.JalapenoAssumptions(supply_chips=float("nan")), "supply_chips"),
+    (lambda: fleet.scenario(0.5, 100.0, 80.0), "price_usd_per_kwh"),
+    (lambda: fleet.scenario(0.5, 100.0, -10), "price_usd_per_kwh"),
+    (lambda: fleet.scenario(0.5, 1e9, 0.08), "agent_min_rate"),
+])
+def test_issue_16_bad_fleet_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_capacity_includes_a_point_exactly_at_the_target():
+    frontier = fleet.serving.frontier(fleet.MODEL, "gb200", isl=1024.0, osl=1024.0)
+    row = frontier.iloc[3]
+    work = fleet.Workload("w", 1024.0, 1024.0, float(row["tokens_per_s_per_user"]), 1.0)
+    ok = frontier[frontier["tokens_per_s_per_user"] >= row["tokens_per_s_per_user"]]
+    assert fleet.capacity(fleet.MODEL, "gb200", work) == pytest.approx(ok["output_tokens_per_s_per_chip"].max())
+    assert fleet.capacity(fleet.MODEL, "gb200", work) >= row["output_tokens_per_s_per_chip"]

@@ -163,3 +163,17 @@ def test_wrong_units_are_caught_with_a_hint(call, parameter, hint):
 def test_nan_position_is_reported_for_arrays():
     with pytest.raises(ValueError, match="position 2"):
         metrics.joules_per_token(np.array([1.0, 2.0, math.nan]))
+
+
+def test_lists_work_as_arrays_and_asymmetric_known_values():
+    # [1,000, 2,000] tokens/s/kW: 1 and 0.5 J/token. 0.5 J/token at US$0.20/kWh and PUE 1.25:
+    # 0.5 × 10⁶ / 3.6 × 10⁶ = 0.138889 kWh per million, × 1.25 × 0.20 = US$0.034722.
+    assert metrics.joules_per_token([1000, 2000]).tolist() == pytest.approx([1.0, 0.5])
+    assert metrics.energy_cost_per_million_tokens(0.5, 0.20, 1.25) == pytest.approx(0.5 / 3.6 * 1.25 * 0.20)
+    # 1,000 in and 3,000 out: 3/4 of the tokens are output; 2 J/token overall is 2.6667 J/output token.
+    assert metrics.output_token_fraction(1000, 3000) == pytest.approx(0.75)
+    assert metrics.per_output_token(2.0, 1000, 3000) == pytest.approx(8 / 3)
+    assert metrics.ratio(3.0, 4.0) == pytest.approx(0.75)
+    assert metrics.tps_per_kw_at(350.0, 700.0) == pytest.approx(500.0)
+    with pytest.raises(ValueError, match="tps_per_kw and power_w must have shapes that broadcast"):
+        metrics.chip_throughput([1.0, 2.0], [700.0, 800.0, 900.0])

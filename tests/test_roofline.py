@@ -124,3 +124,110 @@ def test_unknown_model_and_precision_are_refused():
         roofline.model_spec("gpt-5")
     with pytest.raises(ValueError, match="precision must be one of"):
         roofline.model_spec("deepseek-r1").with_precision("int2")
+
+
+# Known values that pin each formula (worked by hand; asymmetric lengths, nonzero context).
+def test_mla_attention_flops_at_nonzero_context():
+    # DeepSeek-R1: 61 layers, 128 query heads, latent rank 512, rotary 64. Absorbed MLA per new token
+    # over c cached tokens: 61 × 2 × 128 × (2 × 512 + 64) × c FLOPs = 16,990,208 × c; plus 2 × 37e9.
+    spec = roofline.model_spec("deepseek-r1")
+    assert (spec.layers, spec.query_heads, spec.kv_lora_rank, spec.qk_rope_head_dim) == (61, 128, 512, 64)
+    assert float(roofline.decode_flops(spec, 3, 1000, 2)) == pytest.approx(3 * 2 * (74e9 + 16_990_208 * 1000))
+    # Prefill of 4,000 tokens attends to a mean context of 2,000.
+    assert float(roofline.prefill_flops(spec, 4000)) == pytest.approx(4000 * (74e9 + 16_990_208 * 2000))
+
+
+def test_usable_hbm_fraction_sets_the_chip_count():
+    # gpt-oss-120b: 64.345 GB of weights; 30 sequences at 9,216 tokens hold 30 × 0.34446 GB = 10.334 GB.
+    # 74.68 GB ÷ (80 GB × 0.9) = 1.04 → 2 H100s; with all 80 GB usable, 0.93 → 1.
+    spec, device = roofline.model_spec("gpt-oss-120b"), roofline.chip("h100")
+    assert float(roofline.kv_bytes(spec, 9216)) == pytest.approx(36_864 * 2 * (0.5 * 9216 + 0.5 * 128))
+    assert float(roofline.chips_needed(spec, device, 30, 9216)) == 2
+    assert float(roofline.chips_needed(spec, device, 30, 9216, roofline.Assumptions(usable_hbm_fraction=1.0))) == 1
+
+
+def test_serve_known_values_ttft_and_decode_context():
+    # A batch of B = 4 prompts prefilled one after another: the mean wait is (1+2+3+4)/4 = 2.5 prefills.
+    # Decode runs at the mean context isl + osl/2 = 8192 + 512.
+    spec, device = roofline.model_spec("gpt-oss-120b"), roofline.chip("gb200")
+    out = serving.serve(spec, device, 4, 8192, 1024)
+    chips = float(out["chips"])
+    prefill = float(roofline.prefill_time(spec, device, 8192, chips))
+    tpot = float(roofline.decode_time(spec, device, 4, 8192 + 512, chips))
+    assert float(out["ttft_s"]) == pytest.approx(2.5 * prefill, rel=1e-12)
+    assert float(out["tpot_s"]) == pytest.approx(tpot, rel=1e-12)
+    cycle = 4 * prefill + 1024 * tpot
+    assert float(out["output_tokens_per_s_per_chip"]) == pytest.approx(4 * 1024 / cycle / chips, rel=1e-12)
+    assert float(out["e2e_latency_s"]) == pytest.approx(2.5 * prefill + 1024 * tpot, rel=1e-12)
+    assert float(out["joules_per_output_token"]) == pytest.approx(1200 * chips * cycle / (4 * 1024), rel=1e-12)
+
+
+def test_phase_time_known_value_with_partial_overlap():
+    # H100 BF16: 989.5 TFLOP/s × 0.6, 3.35 TB/s × 0.8. 1e15 FLOPs on 2 chips: 0.84218 s; 1e12 bytes: 0.18657 s.
+    # overlap 0.25: the longer plus 75 % of the shorter.
+    device = roofline.chip("h100")
+    compute = 1e15 / (device.peak_for_bits(16) * 0.6 * 2)
+    memory = 1e12 / (3.35e12 * 0.8 * 2)
+    got = float(roofline.phase_time(1e15, 1e12, device, 16, 2, roofline.Assumptions(overlap=0.25)))
+    assert got == pytest.approx(max(compute, memory) + 0.75 * min(compute, memory), rel=1e-12)
+    assert float(roofline.arithmetic_intensity(3e12, 1.5e9)) == 2000.0
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: serving.frontier("gpt-oss-120b", "gb200", batches=[1.5]), "batches"),
+    (lambda: serving.frontier("gpt-oss-120b", "gb200", osl=-100), "osl"),
+    (lambda: serving.frontier("gpt-oss-120b", "gb200", osl=0), "osl"),
+    (lambda: serving.decode_time_on("llama-3.1-8b", "h100", -1, "bf16", 1, 1024.0), "chips"),
+    (lambda: serving.decode_time_on("llama-3.1-8b", "h100", 0, "bf16", 1, 1024.0), "chips"),
+    (lambda: serving.required_bandwidth("gpt-oss-120b", -5, 8704), "tokens_per_s_per_user"),
+    (lambda: roofline.Assumptions(kv_bits=float("nan")), "kv_bits"),
+])
+def test_issue_16_bad_calls_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_dense_gqa_model_known_values():
+    # Llama 3.1 8B: dense (no routed experts), 8.03e9 parameters in BF16 = 16.06 GB; GQA attention over
+    # c tokens costs 32 layers × 4 × 32 heads × 128 × c FLOPs per new token.
+    spec = roofline.model_spec("llama-3.1-8b")
+    assert roofline.total_weight_bytes(spec) == pytest.approx(8.03e9 * 2)
+    assert float(roofline.weight_bytes(spec, 7)) == pytest.approx(8.03e9 * 2)
+    assert float(roofline.decode_flops(spec, 1, 2000)) == pytest.approx(2 * 8.03e9 + 32 * 4 * 32 * 128 * 2000)
+
+
+def test_verification_reads_the_experts_of_every_drafted_token():
+    # DeepSeek-R1, batch 2 verifying 3 tokens each: the weights of 6 tokens' experts plus 2 KV caches.
+    spec = roofline.model_spec("deepseek-r1")
+    got = float(roofline.decode_bytes(spec, 2, 1000, tokens_per_sequence=3))
+    assert got == pytest.approx(float(roofline.weight_bytes(spec, 6)) + 2 * float(roofline.kv_bytes(spec, 1000)))
+
+
+def test_roofline_points_place_decode_at_the_mean_context():
+    # Decode at batch 8 with isl 4,096 and osl 2,048 runs at context 4,096 + 1,024.
+    spec = roofline.model_spec("gpt-oss-120b")
+    points = roofline.roofline_points("gpt-oss-120b", "h100", 8, 4096.0, 2048.0).set_index("point")
+    expected = float(roofline.decode_flops(spec, 8, 5120)) / float(roofline.decode_bytes(spec, 8, 5120))
+    assert points.loc["decode", "intensity"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_serve_divides_by_the_instance_chips_and_counts_all_tokens():
+    # DeepSeek-R1 on H100 needs 10 chips; total tokens per chip are output × (isl + osl) / osl = × 9.
+    spec, device = roofline.model_spec("deepseek-r1"), roofline.chip("h100")
+    out = serving.serve(spec, device, 4, 8192, 1024)
+    assert float(out["chips"]) == 10
+    prefill = float(roofline.prefill_time(spec, device, 8192, 10))
+    tpot = float(roofline.decode_time(spec, device, 4, 8704, 10))
+    per_chip = 4 * 1024 / (4 * prefill + 1024 * tpot) / 10
+    assert float(out["output_tokens_per_s_per_chip"]) == pytest.approx(per_chip, rel=1e-12)
+    assert float(out["total_tokens_per_s_per_chip"]) == pytest.approx(9 * per_chip, rel=1e-12)
+
+
+def test_pareto_ties_and_implied_bandwidth_known_value():
+    # (2, 1) is beaten by (2, 2): as good on x and better on y. Equal points beat neither.
+    assert serving.pareto_efficient([2.0, 2.0, 1.0, 1.0], [1.0, 2.0, 3.0, 3.0]).tolist() == [False, True, True, True]
+    assert serving.pareto_efficient([1.0, 2.0], [2.0, 2.0]).tolist() == [False, True]
+    # Without the KV cache, one stream at 22,935 tokens/s reads one token's weights per token.
+    table = serving.implied_bandwidth("as_released", False).set_index("model")
+    weights = float(roofline.weight_bytes(roofline.model_spec("gpt-oss-120b"), 1))
+    assert table.loc["gpt-oss-120b", "required_tb_s"] == pytest.approx(weights * 22_935 / 1e12, rel=1e-12)

@@ -102,3 +102,53 @@ def test_figure_crossover_is_the_model_crossover():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_unexplained_factor_known_value():
+    # α = 0.9, γ = 8: (1 − 0.9⁹) / 0.1 = (1 − 0.387420489) / 0.1 = 6.12579511 tokens per pass.
+    assert speculative.unexplained_factor(54.0) == pytest.approx(54.0 / 6.12579511)
+    assert speculative.unexplained_factor(54.0) == pytest.approx(8.8152, abs=1e-4)
+    assert speculative.unexplained_factor(10.0, alpha=0.5, gamma=1) == pytest.approx(10.0 / 1.5)
+    with pytest.raises(ValueError):
+        speculative.unexplained_factor(0.0)
+
+
+def test_batch_speedup_prices_drafts_at_plain_steps_and_charges_every_chip():
+    # A round: γ drafts at c plain steps each, then one verification pass of γ+1 tokens per sequence.
+    # At batch 1,024 the verification pass costs more than a plain step (compute-bound), so pricing
+    # the drafts at the verify pass, or forgetting the instance's chips, both move these numbers.
+    from perwatt import roofline
+    spec, device = roofline.model_spec("llama-3.1-8b"), roofline.chip("h100")
+    batch, context, gamma, c, alpha = 1024.0, 512.0, 3, 0.1, 0.7
+    chips = float(roofline.chips_needed(spec, device, batch, context))
+    assert chips > 1
+    plain = float(roofline.decode_time(spec, device, batch, context, chips))
+    verify = float(roofline.decode_time(spec, device, batch, context, chips, tokens_per_sequence=gamma + 1))
+    assert verify > 1.5 * plain
+    tokens = (1 - alpha ** 4) / (1 - alpha)  # 2.533
+    per_token = (gamma * c * plain + verify) / tokens
+    out = speculative.batch_speedup("llama-3.1-8b", "h100", alpha, gamma, c, batch, context)
+    assert float(out["speculative_s_per_token"]) == pytest.approx(per_token, rel=1e-12)
+    assert float(out["speedup"]) == pytest.approx(plain / per_token, rel=1e-12)
+    assert float(out["plain_j_per_token"]) == pytest.approx(700 * chips * plain / batch, rel=1e-12)
+    assert float(out["speculative_j_per_token"]) == pytest.approx(700 * chips * per_token / batch, rel=1e-12)
+
+
+def test_best_gamma_known_value_and_boundaries():
+    # α = 0.8, c = 0.05: speed-ups (1 − 0.8^(γ+1)) / 0.2 / (1 + 0.05γ) peak at γ = 8 (3.8641 / 1.4 = 2.7601).
+    assert int(speculative.best_gamma(0.8, 0.05)) == 8
+    assert float(speculative.speedup(0.8, 8, 0.05)) == pytest.approx((1 - 0.8 ** 9) / 0.2 / 1.4)
+    assert int(speculative.best_gamma(0.8, 0.05, max_gamma=3)) == 3  # capped
+    assert int(speculative.best_gamma(0.0, 0.05)) == 0  # nothing is accepted: do not speculate
+    with pytest.raises(ValueError, match="max_gamma"):
+        speculative.best_gamma(0.8, 0.05, max_gamma=-1)
+    with pytest.raises(ValueError, match="rounds"):
+        speculative.simulate(0.8, 3, "10")
+
+
+def test_simulation_standard_error_known_value():
+    # α = 0.5, γ = 1: each pass keeps 1 or 2 tokens with equal odds, so the spread is 0.5 and the
+    # standard error of a mean over 10,000 passes is 0.5 / √10,000 = 0.005.
+    result = speculative.simulate(0.5, 1, 10_000, seed=3)
+    assert result["mean"] == pytest.approx(1.5, abs=0.03)
+    assert result["stderr"] == pytest.approx(0.005, rel=0.02)

@@ -1,0 +1,185 @@
+"""What the roofline model runs on: model architectures, accelerators and the model's assumptions.
+
+:class:`ModelSpec` and :class:`Chip` are records filled from the validated data files
+(``data/model_specs.csv``, ``data/accelerators.csv``) by :func:`model_spec` and :func:`chip`;
+:class:`Assumptions` holds every simplification of :mod:`perwatt.roofline` as a checked parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from perwatt import checks, data
+
+TERA = 1e12
+GIGA = 1e9
+#: Weight formats a reader can choose; "as released" keeps each model's own.
+PRECISIONS = ("as_released", "fp8", "bf16")
+PRECISION_LABELS = {"as_released": "as released", "fp8": "FP8 everywhere", "bf16": "BF16 everywhere"}
+_PRECISION_BITS = {"fp8": 8.0, "bf16": 16.0}
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The model's simplifications, as parameters.
+
+    bandwidth_efficiency: achieved ÷ peak HBM bandwidth in decode (default 0.8, typical of
+        well-tuned kernels streaming large weight matrices); in [0.01, 1], as is
+    compute_efficiency: achieved ÷ peak dense tensor FLOP/s (default 0.6).
+    overlap: 1 means compute and memory traffic overlap perfectly (time = max of the two);
+        0 means they run one after the other (time = sum).
+    kv_bits: bits per cached key/value element (default 16, BF16; at most 64).
+    usable_hbm_fraction: share of HBM available for weights and KV cache (default 0.9).
+    """
+
+    bandwidth_efficiency: float = 0.8
+    compute_efficiency: float = 0.6
+    overlap: float = 1.0
+    kv_bits: float = 16.0
+    usable_hbm_fraction: float = 0.9
+
+    def __post_init__(self) -> None:
+        for name in ("bandwidth_efficiency", "compute_efficiency", "usable_hbm_fraction"):
+            checks.scalar(name, getattr(self, name), minimum=0.01, maximum=1.0)
+        checks.scalar("overlap", self.overlap, minimum=0.0, maximum=1.0)
+        checks.scalar("kv_bits", self.kv_bits, exclusive_minimum=0.0, maximum=64.0)
+
+
+DEFAULTS = Assumptions()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's architecture, from data/model_specs.csv."""
+
+    name: str
+    total_params: float
+    active_params: float
+    layers: int
+    attention: str
+    query_heads: int
+    kv_heads: float
+    head_dim: float
+    kv_lora_rank: float
+    qk_rope_head_dim: float
+    window_tokens: float
+    window_layer_fraction: float
+    routed_experts: int
+    active_experts: int
+    expert_weight_bits: float
+    other_weight_bits: float
+
+    @property
+    def is_moe(self) -> bool:
+        return self.routed_experts > self.active_experts
+
+    @property
+    def per_expert_params(self) -> float:
+        """Parameters of one routed expert summed over all MoE layers."""
+        if not self.is_moe:
+            return 0.0
+        return (self.total_params - self.active_params) / (self.routed_experts - self.active_experts)
+
+    @property
+    def shared_params(self) -> float:
+        """Parameters every token uses: everything but the routed experts."""
+        return self.active_params - self.active_experts * self.per_expert_params
+
+    def with_precision(self, precision: str) -> "ModelSpec":
+        """The same model with every weight stored at one precision (or as released)."""
+        checks.choice("precision", precision, PRECISIONS)
+        if precision == "as_released":
+            return self
+        bits = _PRECISION_BITS[precision]
+        return replace(self, expert_weight_bits=bits, other_weight_bits=bits)
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator, from data/accelerators.csv (per chip)."""
+
+    name: str
+    label: str
+    hbm_bytes: float
+    bandwidth_bytes_s: float
+    peak_flops: dict
+    power_w: float
+
+    def peak_for_bits(self, bits: float) -> float:
+        """Peak dense FLOP/s for weights of ``bits``: the narrowest tensor format that holds
+        them and the chip supports (FP4 weights run in FP8 on a chip without FP4)."""
+        formats = ["fp4", "fp8", "bf16"] if bits <= 4.5 else ["fp8", "bf16"] if bits <= 8 else ["bf16"]
+        for fmt in formats:
+            value = self.peak_flops.get(fmt)
+            if value is not None and np.isfinite(value):
+                return value
+        raise ValueError(f"accelerator {self.name!r} has no known tensor throughput")
+
+
+def _row(resource: str, key: str, name: str, what: str) -> pd.Series:
+    """One row of a data file by its key, or a ValueError listing the names it knows."""
+    table = data.load(resource).set_index(key)
+    if not isinstance(name, str) or name not in table.index:
+        raise ValueError(f"{what} must be one of {list(table.index)}, got {name!r}")
+    return table.loc[name]
+
+
+def model_spec(name: str) -> ModelSpec:
+    """One model's architecture by its name in data/model_specs.csv."""
+    if not isinstance(name, str):
+        raise ValueError(f"model must be a model's name, got {name!r}")
+    return _model_spec(name)
+
+
+@data.cached
+def _model_spec(name: str) -> ModelSpec:
+    row = _row("model_specs", "model", name, "model")
+    return ModelSpec(
+        name=name,
+        total_params=float(row["total_params_b"]) * GIGA,
+        active_params=float(row["active_params_b"]) * GIGA,
+        layers=int(row["layers"]),
+        attention=str(row["attention"]),
+        query_heads=int(row["query_heads"]),
+        kv_heads=float(row["kv_heads"]),
+        head_dim=float(row["head_dim"]),
+        kv_lora_rank=float(row["kv_lora_rank"]),
+        qk_rope_head_dim=float(row["qk_rope_head_dim"]),
+        window_tokens=float(row["window_tokens"]),
+        window_layer_fraction=float(row["window_layer_fraction"]) if pd.notna(row["window_layer_fraction"]) else 0.0,
+        routed_experts=int(row["routed_experts"]),
+        active_experts=int(row["active_experts"]),
+        expert_weight_bits=float(row["expert_weight_bits"]),
+        other_weight_bits=float(row["other_weight_bits"]),
+    )
+
+
+def chip(name: str) -> Chip:
+    """One accelerator by its name in data/accelerators.csv (memory and bandwidth known)."""
+    if not isinstance(name, str):
+        raise ValueError(f"accelerator must be an accelerator's name, got {name!r}")
+    return _chip(name)
+
+
+@data.cached
+def _chip(name: str) -> Chip:
+    row = _row("accelerators", "accelerator", name, "accelerator")
+    if pd.isna(row["bandwidth_tb_s"]) or pd.isna(row["hbm_gb"]):
+        raise ValueError(f"accelerator {name!r}: memory and bandwidth are unknown, so the model cannot run on it")
+    return Chip(
+        name=name,
+        label=str(row["label"]),
+        hbm_bytes=float(row["hbm_gb"]) * GIGA,
+        bandwidth_bytes_s=float(row["bandwidth_tb_s"]) * TERA,
+        peak_flops={f: float(row[f"{f}_tflops"]) * TERA for f in ("fp4", "fp8", "bf16")},
+        power_w=float(row["power_w"]),
+    )
+
+
+def known_chips() -> list[str]:
+    """Accelerators whose memory and bandwidth are known (Jalapeño's are not)."""
+    table = data.load("accelerators")
+    return list(table.loc[table["bandwidth_tb_s"].notna() & table["hbm_gb"].notna(), "accelerator"])

@@ -1,0 +1,299 @@
+"""Every public function of every model module, fed any arguments, answers or refuses cleanly.
+
+For each public callable (found by walking the modules, so a new function is fuzzed, or fails
+:func:`test_every_public_model_callable_is_fuzzed` until it is listed in ``GOOD``), Hypothesis draws
+each argument either from a known-good call or from a broad strategy: finite and non-finite
+floats, negatives, zero, huge and tiny numbers, ints, strings, None, booleans, small lists and
+arrays, and objects of the wrong kind. The call must, within a time limit, either
+
+* return finite values of the documented shape (NaN only where the function documents an
+  unknown, listed in ``MAY_BE_NAN``), or
+* raise ValueError whose message names a parameter that was given a drawn (not known-good) value.
+
+The fast tier runs a few examples per function; the ``slow`` tier runs 200 each.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import signal
+from contextlib import contextmanager
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from perwatt import accounting, agents, fleet, load, metrics, roofline, serving, specs, speculative
+
+MODULES = (metrics, accounting, specs, roofline, serving, speculative, agents, load, fleet)
+#: Public callables left out, each with the reason.
+SKIP = {
+    "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
+                       "through model_spec and every function that takes one",
+    "specs.Chip": "a record that specs.chip fills from the validated data/accelerators.csv; fuzzed through chip",
+}
+#: Words an error may use for a parameter: a name given as ``name`` is a model's or an accelerator's.
+ALIASES = {"name": ("model", "accelerator"), "workload_name": ("workload",)}
+
+SPEC, DEVICE = roofline.model_spec("deepseek-r1"), roofline.chip("h100")
+PROFILE = agents.SystemProfile(1e-4, 0.01, 0.05)
+WORK = fleet.Workload("w", 1024, 1024, 10.0, 100.0)
+CHIP = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0})
+LLAMA = ("llama-3.1-8b", "h100")
+
+#: One call of every public callable that must succeed: the values each parameter is drawn around.
+GOOD = {
+    "metrics.joules_per_token": dict(tps_per_kw=85_448.0),
+    "metrics.kwh_per_million_tokens": dict(joules_per_token=3.6),
+    "metrics.energy_cost_per_million_tokens": dict(joules_per_token=0.01, price_usd_per_kwh=0.1, pue=1.2),
+    "metrics.chip_throughput": dict(tps_per_kw=44_960.0, power_w=1200.0),
+    "metrics.tps_per_kw_at": dict(tokens_per_s=1000.0, power_w=700.0),
+    "metrics.output_token_fraction": dict(isl_tokens=8192, osl_tokens=1024),
+    "metrics.per_output_token": dict(per_total_token=1.0, isl_tokens=8192, osl_tokens=1024),
+    "metrics.ratio": dict(candidate=2.0, baseline=1.5),
+    "metrics.hardware_cost_per_million_tokens": dict(price_usd_per_hour=3.6, tokens_per_s=1000.0),
+    "accounting.pairs": {},
+    "accounting.implied_chip_throughput": {},
+    "accounting.per_chip_comparison": dict(basis="chip_rated"),
+    "accounting.basis_comparison": dict(published_basis="chip_rated", jalapeno_power_w=700.0,
+                                        baseline_basis="all_in_provisioned"),
+    "accounting.energy_costs": dict(price_usd_per_kwh=0.08, pue=1.1, tokens="output", workload_name=None),
+    "accounting.same_overhead_comparison": dict(published_basis="jalapeno_measured"),
+    "accounting.hardware_and_energy_cost": dict(price_usd_per_kwh=0.08, pue=1.0, energy_basis="chip_rated"),
+    "specs.Assumptions": dict(bandwidth_efficiency=0.7, compute_efficiency=0.5, overlap=0.5, kv_bits=8.0,
+                              usable_hbm_fraction=0.8),
+    "specs.model_spec": dict(name="deepseek-r1"),
+    "specs.chip": dict(name="h100"),
+    "specs.known_chips": {},
+    "roofline.experts_touched": dict(spec=SPEC, tokens=8),
+    "roofline.weight_bytes": dict(spec=SPEC, tokens=8),
+    "roofline.total_weight_bytes": dict(spec=SPEC),
+    "roofline.kv_bytes": dict(spec=SPEC, context=1024, kv_bits=16.0),
+    "roofline.decode_flops": dict(spec=SPEC, batch=4, context=1024, tokens_per_sequence=2),
+    "roofline.decode_bytes": dict(spec=SPEC, batch=4, context=1024, kv_bits=16.0, tokens_per_sequence=2),
+    "roofline.prefill_flops": dict(spec=SPEC, prompt_tokens=1024),
+    "roofline.prefill_bytes": dict(spec=SPEC, prompt_tokens=1024, kv_bits=16.0),
+    "roofline.arithmetic_intensity": dict(flops=1e12, nbytes=1e9),
+    "roofline.ridge_point": dict(device=DEVICE, bits=8.0),
+    "roofline.chips_needed": dict(spec=SPEC, device=DEVICE, batch=4, context=1024, assumptions=roofline.DEFAULTS),
+    "roofline.phase_time": dict(flops=1e12, nbytes=1e9, device=DEVICE, bits=8.0, chips=2,
+                                assumptions=roofline.DEFAULTS),
+    "roofline.prefill_time": dict(spec=SPEC, device=DEVICE, prompt_tokens=1024, chips=8,
+                                  assumptions=roofline.DEFAULTS),
+    "roofline.decode_time": dict(spec=SPEC, device=DEVICE, batch=4, context=1024, chips=8,
+                                 assumptions=roofline.DEFAULTS, tokens_per_sequence=1),
+    "roofline.roofline_points": dict(model="deepseek-r1", accelerator="h100", batch=4, isl=2048.0, osl=512.0,
+                                     precision="fp8"),
+    "serving.serve": dict(spec=SPEC, device=DEVICE, batch=4, isl=1024, osl=256, assumptions=roofline.DEFAULTS),
+    "serving.pareto_efficient": dict(x=[1.0, 2.0, 3.0], y=[3.0, 1.0, 2.0]),
+    "serving.batch_list": dict(batches=[1, 2, 4]),
+    "serving.frontier": dict(model="gpt-oss-120b", accelerator="gb200", precision="as_released", isl=1024.0,
+                             osl=512.0, assumptions=roofline.DEFAULTS, batches=(1, 8, 64)),
+    "serving.required_bandwidth": dict(model="gpt-oss-120b", tokens_per_s_per_user=100.0, context=8704,
+                                       precision="bf16", kv_bits=16.0),
+    "serving.decode_time_on": dict(model="llama-3.1-8b", accelerator="h100", chips=1, precision="bf16", batch=1,
+                                   context=1024.0, assumptions=roofline.DEFAULTS),
+    "serving.validation": dict(assumptions=roofline.DEFAULTS, unknown_context=1024),
+    "serving.implied_bandwidth": dict(precision="as_released", include_kv=True, reference="gb300"),
+    "speculative.expected_tokens": dict(alpha=0.8, gamma=4),
+    "speculative.speedup": dict(alpha=0.8, gamma=4, c=0.05),
+    "speculative.unexplained_factor": dict(per_user_ratio=54.0, alpha=0.9, gamma=8),
+    "speculative.best_gamma": dict(alpha=0.8, c=0.05, max_gamma=16),
+    "speculative.simulate": dict(alpha=0.8, gamma=3, rounds=100, seed=1),
+    "speculative.batch_speedup": dict(model=LLAMA[0], accelerator=LLAMA[1], alpha=0.8, gamma=4, c=0.05, batch=8,
+                                      context=512, assumptions=roofline.DEFAULTS),
+    "speculative.crossover_batch": dict(model=LLAMA[0], accelerator=LLAMA[1], alpha=0.7, gamma=3, c=0.1,
+                                        max_batch=512),
+    "speculative.batch_frame": dict(model=LLAMA[0], accelerator=LLAMA[1], alpha=0.7, gamma=3, c=0.1, context=512,
+                                    batches=(1, 16, 256)),
+    "speculative.speedup_surface": dict(c=0.05, alphas=(0.5, 0.9), gammas=(1, 4)),
+    "agents.SystemProfile": dict(prefill_s_per_token=1e-4, tpot_s=0.01, joules_per_token=0.05),
+    "agents.task": dict(profile=PROFILE, steps=3, initial_context=1000, context_growth=500, cache_hit=0.2, tool_s=2.0,
+                        output_tokens=100),
+    "agents.profiles": dict(model="deepseek-r1"),
+    "agents.task_comparison": dict(model="deepseek-r1", steps=10, context_growth=1000, cache_hit=0.6, tool_s=1.0,
+                                   initial_context=None, output_tokens=None),
+    "load.simulate_serving": dict(arrival_rate=20.0, prefill_s=0.004, step_time_s=np.array([0.0, 0.006, 0.008]),
+                                  output_tokens=4, max_batch=2, requests=200, warmup=20, seed=1),
+    "load.md1_mean_latency": dict(arrival_rate=20.0, service_s=0.01),
+    "load.load_curve": dict(max_batch=4, rates=[1.0, 2.0], isl=None, osl=64, requests=100, seed=0),
+    "load.joules_per_output_token": dict(rated_power_w=1000.0, chips=2, busy_fraction=0.25,
+                                         throughput_tokens_per_s=500.0, idle_power_fraction=0.1),
+    "fleet.Workload": dict(name="w", isl_tokens=1024, osl_tokens=1024, min_tokens_per_s_per_user=10.0,
+                           output_tokens_per_s=100.0),
+    "fleet.Hardware": dict(name="a", label="A", usd_per_hour=1.0, power_w=1000.0, capacity={"w": 10.0},
+                           supply=10.0, assumed=False),
+    "fleet.JalapenoAssumptions": dict(per_watt_vs_gb200=1.5, usd_per_watt_hour_vs_gb200=1.0, supply_chips=100.0),
+    "fleet.capacity": dict(model="gpt-oss-120b", accelerator="gb200", workload=WORK),
+    "fleet.nvidia_profiles": dict(model="gpt-oss-120b", workloads=[WORK]),
+    "fleet.jalapeno_profile": dict(model="gpt-oss-120b", workloads=[WORK], assumptions=fleet.JalapenoAssumptions()),
+    "fleet.hourly_cost": dict(hardware=CHIP, price_usd_per_kwh=0.08, pue=1.2),
+    "fleet.assign": dict(workloads=[WORK], hardware=[CHIP], price_usd_per_kwh=0.08, pue=1.2, integral=True),
+    "fleet.scenario_workloads": dict(agent_share=0.25, agent_min_rate=100.0),
+    "fleet.scenario": dict(agent_share=0.25, agent_min_rate=100.0, price_usd_per_kwh=0.08, assumptions=None,
+                           integral=True),
+}
+#: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
+MAY_BE_NAN = {
+    "accounting.implied_chip_throughput": {"power_w", "tokens_per_s"},
+    "accounting.per_chip_comparison": {"jalapeno_tokens_per_s", "baseline_tokens_per_s", "ratio", "more_chips_pct"},
+    "serving.validation": {"isl_tokens", "osl_tokens"},
+    "speculative.crossover_batch": {"result"},
+    "speculative.batch_frame": {"crossover_batch"},
+    "fleet.assign": {"workload_usd_per_million_tokens", "workload_kwh_per_million_tokens"},
+    "fleet.scenario": {"workload_usd_per_million_tokens", "workload_kwh_per_million_tokens"},
+}
+#: Functions that broadcast their numeric arguments elementwise: the result has their shape.
+ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {
+    "roofline.experts_touched", "roofline.weight_bytes", "roofline.kv_bytes", "roofline.decode_flops",
+    "roofline.decode_bytes", "roofline.prefill_flops", "roofline.prefill_bytes", "roofline.arithmetic_intensity",
+    "roofline.chips_needed", "roofline.phase_time", "roofline.prefill_time", "roofline.decode_time",
+    "serving.required_bandwidth", "speculative.expected_tokens", "speculative.speedup",
+    "speculative.unexplained_factor", "speculative.best_gamma", "agents.task", "serving.serve",
+    "speculative.batch_speedup", "load.joules_per_output_token"}
+TIME_LIMIT_S = 20
+
+
+def public_callables() -> dict[str, object]:
+    found = {}
+    for module in MODULES:
+        short = module.__name__.rsplit(".", 1)[1]
+        for name, obj in vars(module).items():
+            if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            if getattr(obj, "__module__", None) == module.__name__:
+                found[f"{short}.{name}"] = obj
+    return found
+
+
+CALLABLES = public_callables()
+FUZZED = sorted(set(CALLABLES) - set(SKIP))
+
+
+def test_every_public_model_callable_is_fuzzed():
+    unlisted = set(FUZZED) - set(GOOD)
+    assert not unlisted, f"add a known-good call to GOOD in tests/test_fuzz.py for {sorted(unlisted)}"
+    assert not set(GOOD) - set(CALLABLES), f"GOOD lists callables that do not exist: {set(GOOD) - set(CALLABLES)}"
+    assert len(FUZZED) >= 70
+
+
+def _variants(good: object) -> list:
+    """Values near a good one that often cross a boundary: its negative, zero, a fraction, huge."""
+    if isinstance(good, (int, float)) and not isinstance(good, bool):
+        return [-good, 0, good + 0.5, good * 1e6, good / 1e6, 1e300, -1e-300, good * 1.5]
+    return []
+
+
+WRONG_KIND = [roofline.DEFAULTS, SPEC, DEVICE, PROFILE, WORK, CHIP, fleet.JalapenoAssumptions(), {}, {"w": -1.0},
+              object(), [WORK, WORK], [CHIP, WORK], (), "gb200", "deepseek-r1", "fp8", "all"]
+BROAD = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, -1.0, 0.5, 1.0, 1e-320, 1e308, -1e308, float("nan"), float("inf")]),
+    st.integers(-3, 20),
+    st.sampled_from([10**12, -(10**12), 2**63, 2**100]),
+    st.text(max_size=4),
+    st.none(),
+    st.booleans(),
+    st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-5, 50), st.none(), st.text(max_size=2)), max_size=3),
+    arrays(np.float64, st.integers(0, 3), elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
+    arrays(np.float64, st.tuples(st.integers(1, 2), st.integers(1, 2)), elements=st.floats(0.5, 8.0)),
+    st.sampled_from(WRONG_KIND),
+)
+
+
+@contextmanager
+def time_limit(seconds: int):
+    def expire(signum, frame):
+        raise TimeoutError(f"the call took more than {seconds} s (a hang?)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _finite(value) -> bool:
+    arr = np.asarray(value)
+    return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
+
+
+def _check_result(qualname: str, result, kwargs: dict) -> None:
+    allowed = MAY_BE_NAN.get(qualname, set())
+    if isinstance(result, pd.DataFrame):
+        assert len(result) > 0, f"{qualname} returned an empty table"
+        for column in result.select_dtypes("number"):
+            values = result[column].to_numpy(dtype=float)
+            assert not np.isinf(values).any(), f"{qualname}: infinite {column}"
+            assert column in allowed or not np.isnan(values).any(), f"{qualname}: NaN in {column}"
+        return
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if isinstance(value, (int, float, np.ndarray, np.generic)) and not isinstance(value, bool):
+                assert _finite(value), f"{qualname}: {key} is not finite: {value!r}"
+        return
+    if isinstance(result, (float, int, np.ndarray, np.generic)) and not isinstance(result, bool):
+        assert "result" in allowed or _finite(result), f"{qualname} returned {result!r}"
+    if qualname in ELEMENTWISE:
+        shapes = [np.shape(v) for v in kwargs.values()
+                  if isinstance(v, (int, float, list, tuple, np.ndarray)) and not isinstance(v, bool)]
+        expected = np.broadcast_shapes(*shapes) if shapes else ()
+        outputs = result.values() if isinstance(result, dict) else [result]
+        for out in outputs:
+            assert np.shape(out) in (expected, ()), f"{qualname}: shape {np.shape(out)}, expected {expected}"
+
+
+def _names(parameter: str) -> tuple[str, ...]:
+    return (parameter, *ALIASES.get(parameter, ()))
+
+
+def fuzz_once(qualname: str, data) -> None:
+    function = CALLABLES[qualname]
+    good = GOOD[qualname]
+    kwargs, drawn = {}, set()
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.name in good:
+            base = good[parameter.name]
+        elif parameter.default is not parameter.empty:
+            base = parameter.default
+        else:  # pragma: no cover - GOOD lists every required parameter
+            raise AssertionError(f"GOOD[{qualname!r}] lacks {parameter.name}")
+        choice = data.draw(st.sampled_from(["good", "broad", "variant"] if _variants(base) else ["good", "broad"]))
+        if choice == "good":
+            kwargs[parameter.name] = base
+            continue
+        strategy = BROAD if choice == "broad" else st.sampled_from(_variants(base))
+        kwargs[parameter.name] = data.draw(strategy, label=parameter.name)
+        drawn.add(parameter.name)
+    try:
+        with time_limit(TIME_LIMIT_S):
+            result = function(**kwargs)
+    except ValueError as err:
+        message = str(err)
+        named = [p for p in drawn if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", message) for n in _names(p))]
+        assert named, f"{qualname}: the error names none of the drawn parameters {sorted(drawn)}: {message}"
+        return
+    _check_result(qualname, result, kwargs)
+
+
+def _fuzz_test(max_examples: int, derandomize: bool):
+    @settings(max_examples=max_examples, deadline=timedelta(seconds=10), derandomize=derandomize, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data())
+    def run(qualname, data):
+        fuzz_once(qualname, data)
+    return run
+
+
+# The quick tier draws the same examples every run; the full tier draws new ones each time.
+test_quick_fuzz = pytest.mark.parametrize("qualname", FUZZED)(_fuzz_test(25, derandomize=True))
+test_full_fuzz = pytest.mark.slow(pytest.mark.parametrize("qualname", FUZZED)(_fuzz_test(200, derandomize=False)))
