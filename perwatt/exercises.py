@@ -50,8 +50,9 @@ def tables_ex_rounding() -> dict:
     # ...and the baseline rounds to its printed figure in this one.
     by_rate = (row["baseline_value"] - half_rate, row["baseline_value"] + half_rate)
     return {"printed_base": row["baseline_value"], "printed_ratio": row["reported_ratio"],
-            "ratio_low": by_ratio[0], "ratio_high": by_ratio[1],
-            "low": max(by_ratio[0], by_rate[0]), "high": min(by_ratio[1], by_rate[1])}
+            "ratio_low": by_ratio[0], "ratio_high": by_ratio[1], "rate_low": by_rate[0], "rate_high": by_rate[1],
+            "low": max(by_ratio[0], by_rate[0]), "high": min(by_ratio[1], by_rate[1]),
+            "narrower": bool(min(by_ratio[1], by_rate[1]) - max(by_ratio[0], by_rate[0]) < by_rate[1] - by_rate[0])}
 
 
 def tables_ex_osl() -> dict:

@@ -41,6 +41,9 @@ def test_tables_rounding():
     assert answers["ratio_high"] == pytest.approx(12258 / 104.25, rel=1e-12)
     assert answers["low"] == 117.5
     assert answers["high"] == pytest.approx(117.5827, abs=1e-4)
+    # The rate alone allows 117.5 to 118.5, a width of 1; both together allow 0.083: narrower.
+    assert (answers["rate_low"], answers["rate_high"]) == (117.5, 118.5)
+    assert answers["narrower"] is True
 
 
 def test_tables_osl():

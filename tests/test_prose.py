@@ -22,7 +22,6 @@ CHAPTERS = sorted((REPO / "chapters").glob("*.md"))
 
 #: Quoted phrases that are not quotations of the articles, with what they are instead.
 NOT_QUOTATIONS = {
-    "both at once": "the title of one of this book's own sections",
     "bring your own numbers": "the title of one of this book's own sections",
     "within input rounding": "one of this book's own rounding verdicts",
     "validating": "scare quotes: the exercise asks why it is not a validation",

@@ -21,7 +21,10 @@ def agent_task_frame(steps: int, context_growth: float, cache_hit: float, tool_s
                      value_vars=["prefill_s", "decode_s", "tool_total_s"], var_name="component", value_name="seconds")
     long["component"] = long["component"].map({"prefill_s": "prefill", "decode_s": "decode", "tool_total_s": "tools"})
     long["energy_kj"] = long["energy_j"] / 1000
-    return long
+    # Each row also carries its system's three parts, so one label per bar can print them all:
+    # at most settings one part is a sliver too thin to see on the bar itself.
+    parts = wide.set_index("system")[["prefill_s", "decode_s", "tool_total_s"]]
+    return long.join(parts, on="system")
 
 
 def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -33,12 +36,21 @@ def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         x=alt.X("seconds:Q", title="Task latency, s", scale=x_scale, stack="zero"), y=y,
         color=colour("component", "Time spent in", PHASE_COLOURS), order=alt.Order("component:O", sort="descending"),
         tooltip=tooltips(("system_label:N", "System"), ("component:N", "Part"), ("seconds:Q", "Seconds", ",.1f")))
-    totals = base.transform_filter("datum.component == 'decode'").mark_text(
+    one_per_bar = base.transform_filter("datum.component == 'decode'")
+    totals = one_per_bar.mark_text(
         align="left", baseline="bottom", dy=-16, fontSize=12).encode(x=alt.datum(0), y=y, text="summary:N")
-    chart = alt.layer(bars, totals).transform_calculate(
-        summary="format(datum.latency_s, ',.1f') + ' s, ' + format(datum.energy_kj, ',.2f') + ' kJ'")
+    # Every part's seconds under its bar, since a part of a second is invisible on a long task's axis.
+    parts = one_per_bar.mark_text(
+        align="left", baseline="top", dy=16, fontSize=11, color="#334155").encode(x=alt.datum(0), y=y, text="parts:N")
+    chart = alt.layer(bars, totals, parts).transform_calculate(
+        summary="format(datum.latency_s, ',.1f') + ' s, ' + format(datum.energy_kj, ',.2f') + ' kJ'",
+        parts="'prefill ' + (datum.prefill_s < 10 ? format(datum.prefill_s, '.2f') : format(datum.prefill_s, ',.1f'))"
+              " + ' s · decode ' + (datum.decode_s < 10 ? format(datum.decode_s, '.2f') : format(datum.decode_s, ',.1f'))"
+              " + ' s · tools ' + format(datum.tool_total_s, ',.0f') + ' s'")
     return framed(chart, "One agent task: where the time goes",
-                  "DeepSeek R1: prefill of uncached context, decode of outputs, tool time.", 420, alt.Step(56))
+                  ["DeepSeek R1: prefill of uncached context, decode of outputs, tool time.",
+                   "The two systems' prefill inputs come from different evidence and are not comparable."],
+                  420, alt.Step(72))
 
 
 @figure
@@ -54,7 +66,7 @@ def agent_task() -> InteractiveFigure:
             Control.slider("tool_s", "Tool time between calls, s:", 0, 10, 5, 5, decimals=0),
         ),
         compute=agent_task_frame, draw=_draw_agent_task,
-        keys=("system", "component"), values=("seconds", "latency_s", "energy_j"), ships=("system_label", "energy_kj"))
+        keys=("system", "component"), values=("seconds", "latency_s", "energy_j"), ships=("system_label", "energy_kj", "prefill_s", "decode_s", "tool_total_s"))
 
 
 #: The arrival rates the load figure offers, requests/s.

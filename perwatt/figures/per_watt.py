@@ -104,11 +104,11 @@ def operating_points_sketch() -> alt.LayerChart:
     points = alt.Chart(named).mark_point(filled=True, size=90, color="black").encode(x=x, y=y)
     labels = alt.Chart(named).mark_text(align="left", dx=8, dy=-8, fontSize=12).encode(x=x, y=y, text="name:N")
     chart = framed(alt.layer(line, points, labels), "Three operating points of one system",
-                   f"{SKETCH[0]} on a {SKETCH[1].upper()}, modelled; each point is a batch size.", 360, 200)
+                   f"{SKETCH[0]} on {SKETCH[1].upper()}s, per chip, modelled; each point is a batch size.", 360, 200)
     table = named[["name", "batch", "tokens_per_s_per_user", "output_tokens_per_s_per_chip"]]
     return chart.properties(
-        description="Line chart: throughput per chip against speed per user for one model on one chip as the "
-                    "batch grows, with three operating points marked: few users served fast, a middle point, and "
+        description="Line chart: throughput per chip against speed per user for one model on one kind of chip "
+                    "as the batch grows (large batches span several chips), with three operating points marked: few users served fast, a middle point, and "
                     "many users served slowly.",
         usermeta={"perwatt": {"table": render.table_meta(table)}})
 
