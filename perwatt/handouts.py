@@ -203,7 +203,8 @@ def _figure_caption(cell: Any, ctx: Context) -> str | None:
     figure = cell.metadata.get("mystnb", {}).get("figure")
     if not figure:
         return None
-    caption = " ".join(str(figure.get("caption", "")).split())
+    # A caption is MyST too: its roles ({ref}, {term}, glue) become plain text like the prose's.
+    caption = to_markdown(" ".join(str(figure.get("caption", "")).split()), ctx)
     return f"*{ctx.index.numref(figure['name'], None)}. {caption}*" if "name" in figure else f"*{caption}*"
 
 

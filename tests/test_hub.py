@@ -5,6 +5,7 @@ with nbgitpuller and runs the per-watt handout in a kernel of that server; then 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import subprocess
 import sys
@@ -121,7 +122,10 @@ def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_eve
             await ada.run_notebook(notebook, timeout=120)
             assert room.server_pid("ada") is not None
 
-        asyncio.run(asyncio.wait_for(student(), 150))
+        # The browser tests' Playwright keeps an event loop running in this thread for the whole
+        # session, where asyncio.run refuses to start; the student gets a thread and a loop of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: asyncio.run(asyncio.wait_for(student(), 150))).result()
     except Exception:
         print(room.log_tail(60))
         raise

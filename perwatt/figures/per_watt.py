@@ -98,7 +98,7 @@ def operating_points_sketch() -> alt.LayerChart:
         name=lambda f: f["batch"].map(dict(zip(SKETCH_POINTS, ("few users, fast each", "in between",
                                                                "many users, slow each")))))
     x = alt.X("tokens_per_s_per_user:Q", title="Speed per user, tokens/s (log)", scale=alt.Scale(type="log"))
-    y = alt.Y("output_tokens_per_s_per_chip:Q", title="Throughput per chip, tokens/s (log)",
+    y = alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip (log)",
               scale=alt.Scale(type="log"))
     line = alt.Chart(curve).mark_line(color=SYSTEM_COLOURS["GB200"]).encode(x=x, y=y, order="batch:Q")
     points = alt.Chart(named).mark_point(filled=True, size=90, color="black").encode(x=x, y=y)
