@@ -188,7 +188,8 @@ def check_column(text: Text, field: dict) -> pd.Series:
                 failures.append((ok & np.isfinite(values) & (np.mod(values, 1) != 0),
                                  lambda r, v: f"{r!r} is not a whole number"))
             unit = field.get("unit")
-            unit_note = f" {unit}" if unit and len(unit) < 12 else ""
+            # A short unit reads after the value (1200 W); "1", a pure number's unit, does not.
+            unit_note = f" {unit}" if unit and unit != "1" and len(unit) < 12 else ""
             for key, test, words in (("minimum", np.less, "is below the minimum"),
                                      ("exclusiveMinimum", np.less_equal, "must be greater than"),
                                      ("maximum", np.greater, "is above the maximum")):

@@ -202,3 +202,83 @@ def test_performance_figures_in_the_ledger():
     assert int(performance.sum()) == 10
     unchecked = ledger.loc[performance & (ledger["status"] == "not checkable"), "claim_id"]
     assert sorted(unchecked) == ["ai-kernels", "ai-retune", "interactive-gap", "interview-ppw"]
+
+
+# Known values for the rounding and the verdict, worked by hand (issue 16: both survived a mutation run).
+def test_round_half_up_known_values_where_bankers_rounding_differs():
+    # As a person prints: 0.125 → 0.13 and 2.5 → 3, where Python's round(), to even, gives 0.12 and 2.
+    # 0.25 → 0.3 and 2.675 → 2.68 although their binary values lie a hair below the half (the 1e-9
+    # slack rounds what was typed, not its float); 1.005 → 1.01 likewise (1.005 × 100 = 100.49999…).
+    # Just below a half stays down: 0.124999 → 0.12. Half-up is towards +∞: −0.125 → −0.12.
+    values = [0.125, 2.5, 0.25, 2.675, 1.005, 0.124999, -0.125, 1234.5]
+    decimals = [2, 0, 1, 2, 2, 2, 2, 0]
+    expected = [0.13, 3.0, 0.3, 2.68, 1.01, 0.12, -0.12, 1235.0]
+    assert benchmark._round_half_up(values, decimals).tolist() == pytest.approx(expected, abs=1e-12)
+    assert round(0.125, 2) == 0.12 and round(2.5) == 2  # what banker's rounding would have given
+    assert float(benchmark._round_half_up(3.5, 0)) == 4.0 and float(benchmark._round_half_up(4.5, 0)) == 5.0
+
+
+def _pair(candidate: float, candidate_decimals: int, baseline: float, baseline_decimals: int,
+          printed: float, printed_decimals: int, metric: str = "tps_per_kw") -> pd.Series:
+    """ratio_checks on a one-model, one-metric table: candidate "c", baseline "b"."""
+    results = pd.DataFrame({"model": ["m", "m"], "system": ["c", "b"], "metric": [metric, metric],
+                            "value": [candidate, baseline], "decimals": [candidate_decimals, baseline_decimals]})
+    reported = pd.DataFrame({"model": ["m"], "metric": [metric], "reported_ratio": [printed],
+                             "decimals": [printed_decimals]})
+    return benchmark.ratio_checks(results, reported, candidate="c").iloc[0]
+
+
+def test_verdict_within_input_rounding_needs_the_printed_ratios_own_rounding():
+    # A printed 1.2× (one decimal) stands for anything in [1.15, 1.25]. Candidate 114.4 (±0.05) over
+    # baseline 100 (±0.5): recomputed 1.144 → 1.1, not 1.2; the inputs allow up to 114.45 / 99.5 =
+    # 1.15025, inside [1.15, 1.25] only thanks to the printed ratio's own half-step.
+    inside = _pair(114.4, 1, 100, 0, 1.2, 1)
+    assert inside["recomputed_ratio"] == pytest.approx(1.144, rel=1e-12)
+    assert inside["recomputed_rounded"] == pytest.approx(1.1)
+    assert inside["input_high"] == pytest.approx(114.45 / 99.5, rel=1e-12)
+    assert inside["input_low"] == pytest.approx(114.35 / 100.5, rel=1e-12)
+    assert inside["verdict"] == "within input rounding"
+    # Just outside: 114.3 allows at most 114.35 / 99.5 = 1.14925 < 1.15.
+    outside = _pair(114.3, 1, 100, 0, 1.2, 1)
+    assert outside["input_high"] == pytest.approx(114.35 / 99.5, rel=1e-12)
+    assert outside["verdict"] == "inconsistent"
+
+
+def test_verdict_boundaries_are_inclusive():
+    # Exactly on the edge, in binary too: candidate 1 (±0.5) over baseline 3.5 (±0.5): the highest ratio
+    # is 1.5 / 3.0 = 0.5, and a printed 1× (no decimals) stands for [0.5, 1.5): it just reaches.
+    edge = _pair(1, 0, 3.5, 0, 1.0, 0)
+    assert edge["input_high"] == 0.5 and edge["recomputed_rounded"] == 0.0
+    assert edge["verdict"] == "within input rounding"
+    # Latency is baseline ÷ candidate: 4 s (±0.5) against 2 s (±0.5) is 2×, printed as 2: matches.
+    # 2.5 rounds half up to 3: a ratio exactly on the half matches the higher printed figure.
+    assert _pair(2, 0, 4, 0, 2.0, 0, "e2e_latency_s")["verdict"] == "matches"
+    assert _pair(2, 0, 5, 0, 3.0, 0, "e2e_latency_s")["verdict"] == "matches"
+    assert _pair(2, 0, 5, 0, 2.0, 0, "e2e_latency_s")["verdict"] == "within input rounding"
+
+
+def test_output_length_must_be_positive_and_is_named():
+    with pytest.raises(ValueError, match=r"\bosl_tokens\b"):  # the name itself, not inside another word
+        benchmark.consistency(2.0, 100.0, 0)
+    with pytest.raises(ValueError, match=r"\bosl_tokens\b"):  # the name itself, not inside another word
+        benchmark.per_user(RESULTS, -1.0)
+
+
+def test_claims_carry_the_tables_range():
+    # table-tpw: the recomputed tokens/s/kW advantages run from 18195/11862 = 1.5339 (Kimi K2.5) to
+    # 85448/44960 = 1.9005 (gpt-oss-120b), printed as 1.5-1.9×; kimi-tpw names Kimi alone: 1.5339 both ends.
+    reconciled = benchmark.reconcile_claims(CHECKS, data.load("claims")).set_index("claim_id")
+    assert reconciled.loc["table-tpw", "table_low"] == pytest.approx(18195 / 11862, rel=1e-12)
+    assert reconciled.loc["table-tpw", "table_high"] == pytest.approx(85448 / 44960, rel=1e-12)
+    assert reconciled.loc["kimi-tpw", "table_high"] == pytest.approx(18195 / 11862, rel=1e-12)
+
+
+def test_decimals_of_a_printed_number():
+    # 4 → 0 places, 1.5 → 1, 1.25 → 2; several numbers carry the most places of any.
+    assert [benchmark._decimals(4.0), benchmark._decimals(1.5), benchmark._decimals(1.25)] == [0, 1, 2]
+    assert benchmark._decimals(4.0, 1.5, 1.25) == 2
+
+
+def test_article_ids_are_the_sources_with_a_text():
+    # sources.csv: three articles have a file beside the repository (in its order); no other kind counts.
+    assert catalog.article_ids() == ["realbet", "firstresults", "inhouse"]

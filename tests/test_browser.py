@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tolerances import SHIPPED_RTOL
 
 from perwatt import figures
-from perwatt.interactive import SHIPPED_RTOL, Control, InteractiveFigure
+from perwatt.interactive import Control, InteractiveFigure
 
 pytestmark = pytest.mark.browser
 FIGURES = {f.name: f for f in figures.all_figures()}

@@ -98,7 +98,7 @@ CASES = [
     bad("european-excel-semicolons-and-decimal-commas",
         every_line(".", ",", QUOTED_NOTES.replace(",", ";")),
         "mine.csv, line 4, column 'value'", "'1,03'", "decimal point"),
-    bad("pipes", TEXT.replace(",", "|"), "mine.csv: missing column(s)", "1 column(s)", "comma-separated"),
+    bad("pipes", TEXT.replace(",", "|"), "mine.csv: missing column(s)", "1 column(s)", "read as comma-separated UTF-8"),
     bad("quoted-decimal-comma", line(4, ",1.03,", ',"1,03",'), "mine.csv, line 4, column 'value'", "'1,03'",
         "decimal point"),
     bad("quoted-thousands-separator", line(2, ",85448,", ',"85,448",'), "mine.csv, line 2, column 'value'",
@@ -270,3 +270,35 @@ def test_a_large_file_is_validated_vectorized(tmp_path):
     bad_path = _write(tmp_path / "bad.csv", _rows(60_000).replace("m9999,base,interactivity,200", "m9999,base,interactivity,2OO"))
     with pytest.raises(data.DataError, match=r"line 60001, column 'value': '2OO' is not a number"):
         benchmark.analyze(bad_path, candidate="chip")
+
+
+def test_a_header_of_eight_columns_is_shown_whole_and_of_nine_abbreviated(tmp_path):
+    # 'Model' for 'model' plus one extra column: 8 columns found, all shown; two extras: 9, the first 8 and "...".
+    eight = line(1, "note", "note,x", line(1, "model,", "Model,"))
+    with pytest.raises(data.DataError, match=r"the header line has 8 column\(s\), 'Model', 'system', 'metric', "
+                                             r"'value', 'decimals', 'source_id', 'note', 'x' \(read as"):
+        benchmark.analyze(_write(tmp_path / "eight.csv", eight), candidate="jalapeno")
+    nine = line(1, "note", "note,x,y", line(1, "model,", "Model,"))
+    with pytest.raises(data.DataError, match=r"9 column\(s\), 'Model', .*, 'x', \.\.\. \(read as"):
+        benchmark.analyze(_write(tmp_path / "nine.csv", nine), candidate="jalapeno")
+
+
+def test_figures_exactly_at_the_plausible_bounds_are_accepted(tmp_path):
+    # plausible.BOUNDS: tokens/s/kW from 1, tokens/s per user up to 100,000; the bounds themselves pass.
+    at_bounds = line(6, ",22935,", ",100000,", line(3, ",44960,", ",1,"))
+    report = benchmark.analyze(_write(tmp_path / "mine.csv", at_bounds), candidate="jalapeno")
+    table = report.results.set_index(["model", "system", "metric"])["value"]
+    assert table[("gpt-oss-120b", "gb200", "tps_per_kw")] == 1.0
+    assert table[("gpt-oss-120b", "jalapeno", "interactivity")] == 100_000.0
+
+
+def test_an_implied_ttft_of_exactly_the_limit_passes_and_just_over_fails(tmp_path):
+    # gpt-oss-120b on GB200 at 1,024 tokens/s per user and 1,025 output tokens: 1,024 steps after the
+    # first token take 1 s, so a 601 s latency leaves exactly 600 s (plausible.MAX_TTFT_S) for it.
+    text = line(7, ",427,", ",1024,", line(5, ",1.80,", ",601,"))
+    audit = benchmark.analyze(_write(tmp_path / "mine.csv", text), candidate="jalapeno", osl_tokens=1025).audit
+    assert audit.set_index(["model", "system"]).loc[("gpt-oss-120b", "gb200"), "implied_ttft_s"] == 600.0
+    over = line(5, ",601,", ",601.5,", text)
+    with pytest.raises(data.DataError, match=r"mine.csv, line 5, column 'value': a latency of 601.5 s at 1024 "
+                                             r"tokens/s per user leaves 600.5 s"):
+        benchmark.analyze(_write(tmp_path / "mine.csv", over), candidate="jalapeno", osl_tokens=1025)

@@ -194,3 +194,158 @@ def test_a_corrupted_data_file_stops_the_build_with_its_error(tmp_path: Path):
     assert proc.returncode != 0
     assert f"{power}, line 5, column 'power_w': '1.2kW' is not a number" in console, console[-3000:]
     assert "glue data" not in console  # it stopped before any chapter ran
+
+
+# Schema constraints, each at its boundary (issue 16: dropping `maximum` or `pattern` went unnoticed).
+def test_a_value_at_the_maximum_loads_and_one_above_it_is_refused(broken):
+    # workloads.csv: every *_fraction has maximum 1; 8k/1k's input_max_fraction is 1.0 on line 2.
+    directory = broken("workloads.csv", "8k/1k,8192,1024,0.8,1.0,", "8k/1k,8192,1024,0.8,1,")
+    assert data.load("workloads", directory).loc[0, "input_max_fraction"] == 1.0  # the maximum itself is allowed
+    data.clear_cache()  # the same folder, edited again
+    directory = broken("workloads.csv", "8k/1k,8192,1024,0.8,1,", "8k/1k,8192,1024,0.8,1.0000001,")
+    with pytest.raises(data.DataError) as info:
+        data.load("workloads", directory)
+    assert str(info.value) == (f"{directory / 'workloads.csv'}, line 2, column 'input_max_fraction': "
+                               "1.0000001 is above the maximum 1")
+
+
+def test_decimals_at_and_above_their_maximum(broken):
+    # benchmark_results.csv: decimals has maximum 15 (a double carries about 15 significant digits).
+    directory = broken("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw,44960,0,", "gpt-oss-120b,gb200,tps_per_kw,44960,15,")
+    assert data.load("benchmark_results", directory).loc[1, "decimals"] == 15
+    data.clear_cache()
+    directory = broken("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw,44960,15,", "gpt-oss-120b,gb200,tps_per_kw,44960,16,")
+    with pytest.raises(data.DataError, match=r"benchmark_results.csv, line 3, column 'decimals': 16 is above the maximum 15"):
+        data.load("benchmark_results", directory)
+
+
+@pytest.mark.parametrize(("old", "new", "bad"), [
+    ("kimi-k2.5,Kimi K2.5,", "Kimi-K2.5,Kimi K2.5,", "Kimi-K2.5"),     # capitals: the first character fails
+    ("kimi-k2.5,Kimi K2.5,", "kimi-k2.5_v2,Kimi K2.5,", "kimi-k2.5_v2"),  # a valid prefix: the whole cell must match
+])
+def test_a_cell_failing_its_pattern_is_refused(broken, old, new, bad):
+    # models.csv: model must match [a-z0-9.-]+ in full; Kimi K2.5 is on line 4.
+    directory = broken("models.csv", old, new)
+    with pytest.raises(data.DataError) as info:
+        data.load("models", directory)
+    assert str(info.value) == (f"{directory / 'models.csv'}, line 4, column 'model': {bad!r} does not match "
+                               "the pattern [a-z0-9.-]+")
+
+
+# clear_cache must reach every cache (issue 16: skipping one went unnoticed).
+def _cached_functions() -> list:
+    """Every function in perwatt/ decorated with ``@data.cached``, found in the source, and every
+    figure factory (``figures.kit.figure`` wraps each in ``data.cached``)."""
+    import ast
+    import importlib
+
+    from perwatt import figures
+    found = []
+    for path in sorted((DATA.parent / "perwatt").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "data.cached" for d in node.decorator_list):
+                module = ".".join(path.relative_to(DATA.parent).with_suffix("").parts)
+                found.append(getattr(importlib.import_module(module), node.name))
+    return found + list(figures.kit.REGISTRY)
+
+
+#: Arguments to fill the cache of each cached function that takes some (by name).
+CACHE_ARGUMENTS = {"_profiles": ("gpt-oss-120b",), "_load_curve": (1,), "_model_spec": ("llama-3.1-8b",),
+                   "_chip": ("h100",), "_capacity": ("gpt-oss-120b", "gb200", 1024.0, 1024.0, 20.0)}
+
+
+def test_every_cached_function_is_registered_and_clear_cache_empties_them_all():
+    import inspect
+    functions = _cached_functions()
+    assert len(functions) >= 20  # eleven decorated in the source, and the book's figures
+    registered = {id(c) for c in data._CACHES}
+    for function in functions:
+        assert id(function.cache_clear.__self__) in registered, f"{function.__qualname__} is not cleared by clear_cache"
+    # Fill every one of them, then clear: each must be empty, not only the first or the last.
+    for function in functions:
+        needs = [p for p in inspect.signature(function).parameters.values() if p.default is p.empty]
+        assert not needs or function.__name__ in CACHE_ARGUMENTS, f"add arguments for {function.__qualname__}"
+        function(*CACHE_ARGUMENTS.get(function.__name__, ()))
+        assert function.cache_clear.__self__.cache_info().currsize > 0, function.__qualname__
+    assert data._load_cached.cache_info().currsize > 0
+    data.clear_cache()
+    assert data._load_cached.cache_info().currsize == 0
+    assert [f.__qualname__ for f in functions if f.cache_clear.__self__.cache_info().currsize] == []
+    assert [c for c in data._CACHES if c.cache_info().currsize] == []
+
+
+def test_after_clear_cache_an_edited_file_is_read_again(tmp_path: Path, monkeypatch):
+    from perwatt import catalog
+    copy = tmp_path / "data"
+    shutil.copytree(DATA, copy)
+    monkeypatch.setenv(data.ENVIRONMENT_VARIABLE, str(copy))
+    data.clear_cache()
+    try:
+        assert catalog.assumption("chat_min_tokens_per_s_per_user") == 20.0
+        assert catalog.table_workload() == "8k/1k"
+        path = copy / "assumptions.csv"
+        path.write_text(path.read_text(encoding="utf-8").replace("chat_min_tokens_per_s_per_user,20,",
+                                                                 "chat_min_tokens_per_s_per_user,35,"), encoding="utf-8")
+        assert catalog.assumption("chat_min_tokens_per_s_per_user") == 20.0  # same folder: still the cached answer
+        data.clear_cache()
+        assert catalog.assumption("chat_min_tokens_per_s_per_user") == 35.0
+        assert data.load("assumptions").set_index("assumption_id").loc["chat_min_tokens_per_s_per_user", "value"] == 35.0
+    finally:
+        monkeypatch.delenv(data.ENVIRONMENT_VARIABLE)
+        data.clear_cache()
+
+
+# Gaps the mutation run on the data modules found (perf/mutation.py --group data).
+def test_data_dictionary_known_rows():
+    rules = data.dictionary(DATA).set_index(["resource", "column"])
+    assert rules.loc[("workloads", "input_max_fraction"), "rules"] == "required; > 0; ≤ 1"
+    assert rules.loc[("models", "model"), "rules"] == "required; matches [a-z0-9.-]+; the key"
+    assert rules.loc[("benchmark_results", "model"), "rules"] == "required; part of the key; refers to models.model"
+    assert rules.loc[("benchmark_results", "metric"), "rules"] == (
+        "required; one of: tps_per_kw, e2e_latency_s, interactivity; part of the key")
+    assert rules.loc[("benchmark_results", "decimals"), "rules"] == "required; ≥ 0; ≤ 15"
+    power = rules.loc[("power", "power_w")]
+    assert (power["file"], power["type"], power["unit"], power["rules"]) == ("power.csv", "number", "W", "> 0")
+    assert len(rules) == sum(len(r.fields) for r in data.resources(DATA).values())
+
+
+@pytest.mark.parametrize(("schema", "expected"), [
+    ({"fields": [{"name": "a", "constraints": []}]}, "field 'a': 'constraints' must be an object"),
+    ({"fields": [{"name": "a"}], "primaryKey": "a"}, "primaryKey must list fields of the schema"),
+    ({"fields": [{"name": "a"}], "primaryKey": ["b"]}, "primaryKey must list fields of the schema"),
+    ({"fields": [{"name": "a"}], "foreignKeys": [{"fields": "a", "reference": {"resource": "x"}}]},
+     "a foreign key needs 'fields'"),
+    ({"fields": [{"name": "a"}], "foreignKeys": [{"fields": "b", "reference": {"resource": "x", "fields": "y"}}]},
+     "a foreign key needs 'fields'"),
+])
+def test_descriptor_field_errors_are_named(tmp_path: Path, schema, expected):
+    (tmp_path / "datapackage.json").write_text(json.dumps(
+        {"resources": [{"name": "power", "path": "power.csv", "schema": schema}]}))
+    with pytest.raises(data.DataError, match=expected) as info:
+        data.load("power", tmp_path)
+    assert "datapackage.json: resource 'power'" in str(info.value)
+
+
+def test_duplicate_key_names_every_field_of_the_key(broken):
+    directory = broken("benchmark_results.csv", "gpt-oss-120b,gb200,tps_per_kw", "gpt-oss-120b,jalapeno,tps_per_kw")
+    with pytest.raises(data.DataError, match=r"line 3: duplicate key \(model='gpt-oss-120b', system='jalapeno', "
+                                             r"metric='tps_per_kw'\)$"):
+        data.load("benchmark_results", directory)
+
+
+def test_a_printed_ratios_file_missing_many_rows_shows_five_and_counts_the_rest(broken):
+    # reported_ratios.csv needs 9 rows (3 models × 3 metrics); keep gpt-oss-120b's 3: 6 are missing.
+    path = DATA / "reported_ratios.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    directory = broken("reported_ratios.csv", "model", "model")
+    (directory / "reported_ratios.csv").write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
+    with pytest.raises(data.DataError) as info:
+        data.load("reported_ratios", directory)
+    assert str(info.value).count("model=") == 5 and " and 1 more (each model, metric" in str(info.value)
+
+
+def test_a_workload_drawing_one_length_loads(broken):
+    # min fraction = max fraction is allowed (every request the same length); only min > max is refused.
+    directory = broken("workloads.csv", "8k/1k,8192,1024,0.8,1.0,0.8,1.0,", "8k/1k,8192,1024,0.8,1.0,1.0,1.0,")
+    assert data.load("workloads", directory).loc[0, "output_min_fraction"] == 1.0

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import SHIPPED_RTOL
 
 from perwatt import accounting, catalog, figures, metrics, render, serving
-from perwatt.interactive import SHIPPED_RTOL, Control, InteractiveFigure
+from perwatt.interactive import Control, InteractiveFigure
 
 FIGURES = {f.name: f for f in figures.all_figures()}
 

@@ -86,10 +86,47 @@ def test_unservable_workload_is_an_error():
         fleet.assign(workloads, hardware, 0.08, 1.0)
 
 
-def test_figure_rows_are_the_model_plan():
+def test_figure_plan_is_the_brute_force_optimum_and_its_costs_add_up():
+    # Share 0.75, agents at ≥ 200 tokens/s per user, US$0.20/kWh, PUE 1.1 (direct liquid): the
+    # figure's plan checked against a search that never calls the solver (every split of the Jalapeño
+    # supply, the rest filled with whole chips of one NVIDIA kind: a set of feasible plans, so the
+    # optimum can be no dearer than its cheapest), and its costs recomputed from the chips' profiles.
     frame = figures.fleet().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
-    plan = fleet.scenario(0.75, 200.0, 0.2)
-    assert frame["chips"].to_list() == pytest.approx(plan["chips"].to_list())
+    workloads = fleet.scenario_workloads(0.75, 200.0)
+    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
+    nvidia = fleet.nvidia_profiles(fleet.MODEL, workloads)
+    # A chip-hour costs its rent plus its rated kW × PUE × price: B200 1.95 + 1.0 × 1.1 × 0.2 = US$2.17.
+    hourly = {h.name: h.usd_per_hour + h.power_w / 1000 * 1.1 * 0.2 for h in [*nvidia, jalapeno]}
+    assert hourly["b200"] == pytest.approx(2.17)
+    demand = {"chat": 0.25 * 20e6, "agent": 0.75 * 20e6}  # 20 M output tokens/s in all (assumptions.csv)
+    supply = int(jalapeno.supply)
+
+    def cheapest(workload: str) -> np.ndarray:
+        # k Jalapeño chips (k = 0 … supply) on this workload, the rest in whole chips of the cheapest
+        # single NVIDIA kind for what is left.
+        k = np.arange(supply + 1)
+        rest = np.maximum(demand[workload] - k * jalapeno.capacity[workload], 0)
+        fill = np.min([np.ceil(rest / h.capacity[workload] - 1e-9) * hourly[h.name] for h in nvidia], axis=0)
+        return fill + k * hourly["jalapeno"]
+
+    chat, agent = cheapest("chat"), cheapest("agent")
+    agent_best = np.minimum.accumulate(agent)  # the cheapest agent plan with at most j Jalapeño chips
+    best = min(chat[k] + agent_best[supply - k] for k in range(supply + 1))
+    assert frame["total_usd_per_hour"].iloc[0] == pytest.approx(best, rel=1e-9)
+    # The plan itself: whole chips, every workload served, Jalapeño within its supply, and the cost it
+    # states is the cost of those chips.
+    assert (frame["chips"] == frame["chips"].round()).all()
+    capacity = {h.name: h.capacity for h in [*nvidia, jalapeno]}
+    watts = {h.name: h.power_w for h in [*nvidia, jalapeno]}
+    for workload, rows in frame.groupby("workload"):
+        served = sum(n * capacity[h][workload] for h, n in zip(rows["hardware"], rows["chips"]))
+        assert served >= demand[workload]
+        usd = sum(n * hourly[h] for h, n in zip(rows["hardware"], rows["chips"]))
+        kw = sum(n * watts[h] / 1000 * 1.1 for h, n in zip(rows["hardware"], rows["chips"]))
+        assert rows["workload_usd_per_million_tokens"].iloc[0] == pytest.approx(usd / (served * 3600 / 1e6), rel=1e-9)
+        assert rows["workload_kwh_per_million_tokens"].iloc[0] == pytest.approx(kw / (served * 3600 / 1e6), rel=1e-9)
+    assert frame.loc[frame["hardware"] == "jalapeno", "chips"].sum() <= supply
+    assert float((frame["chips"] * frame["hardware"].map(hourly)).sum()) == pytest.approx(best, rel=1e-9)
 
 
 def test_scenario_workloads_split_the_demand_by_the_agent_share():

@@ -22,8 +22,9 @@ import pandas as pd
 import pytest
 from test_browser import (FIGURES, PageVisit, _assert_matches_model, _current_setting, _move, _shown,
                           reader_pages)
+from tolerances import SHIPPED_RTOL
 
-from perwatt.interactive import SHIPPED_RTOL, InteractiveFigure
+from perwatt.interactive import InteractiveFigure
 
 pytestmark = pytest.mark.browser
 

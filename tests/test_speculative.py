@@ -87,9 +87,27 @@ def test_moe_verification_reads_more_experts_at_small_batch():
     assert out["speedup"][0] < out["speedup"][1]
 
 
-def test_figure_crossover_is_the_model_crossover():
+def test_figure_crossover_known_value_from_the_roofline_passes():
+    # With free drafts (c = 0) a round is one verification pass of γ + 1 = 3 tokens per sequence and
+    # yields 1 + α + α² = 1 + 0.9 + 0.81 = 2.71 tokens, so the speed-up is 2.71 × plain ÷ verify, with
+    # both passes priced by the roofline directly (not through speculative.*). It is 2.71 while both
+    # passes are memory-bound, then falls as the 3-token pass turns compute-bound; the first batch
+    # where it is ≤ 1 is 252 (on one H100: 128 tokens of context per sequence fit).
+    from perwatt import roofline
+    spec, device = roofline.model_spec("llama-3.1-8b"), roofline.chip("h100")
+    batches = np.arange(1.0, 4097.0)
+    chips = roofline.chips_needed(spec, device, batches, 128.0)
+    plain = roofline.decode_time(spec, device, batches, 128.0, chips)
+    verify = roofline.decode_time(spec, device, batches, 128.0, chips, tokens_per_sequence=3)
+    gain = 2.71 * plain / verify
+    assert gain[0] == pytest.approx(2.71, rel=1e-9)  # batch 1: both passes read the same weights
+    first_losing = int(batches[np.flatnonzero(gain <= 1.0)[0]])
+    assert first_losing == 252 and chips[251] == 1
+    assert gain[250] > 1.0 >= gain[251]  # batch 251 still gains, 252 does not
     frame = figures.speculation_batch().frame(alpha=0.9, gamma=2, c=0.0, context=128)
-    assert frame["crossover_batch"].iloc[0] == speculative.crossover_batch("llama-3.1-8b", "h100", 0.9, 2, 0.0, context=128.0)
+    assert set(frame["crossover_batch"]) == {252.0}
+    assert frame.loc[frame["batch"] <= 64, "speedup"].to_list() == pytest.approx([2.71] * 7, rel=1e-9)
+    assert frame["crossover_label"].iloc[0] == "stops paying at batch 252"
 
 
 @pytest.mark.parametrize(("call", "name"), [
