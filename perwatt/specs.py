@@ -127,11 +127,16 @@ def _row(resource: str, key: str, name: str, what: str) -> pd.Series:
     return table.loc[name]
 
 
+def _name(name: object, what: str, article: str) -> str:
+    # Checked before the cached lookup, whose cache key would fail on an unhashable argument.
+    if not isinstance(name, str):
+        raise ValueError(f"{what} must be {article} {what}'s name, got {name!r}")
+    return name
+
+
 def model_spec(name: str) -> ModelSpec:
     """One model's architecture by its name in data/model_specs.csv."""
-    if not isinstance(name, str):
-        raise ValueError(f"model must be a model's name, got {name!r}")
-    return _model_spec(name)
+    return _model_spec(_name(name, "model", "a"))
 
 
 @data.cached
@@ -159,9 +164,7 @@ def _model_spec(name: str) -> ModelSpec:
 
 def chip(name: str) -> Chip:
     """One accelerator by its name in data/accelerators.csv (memory and bandwidth known)."""
-    if not isinstance(name, str):
-        raise ValueError(f"accelerator must be an accelerator's name, got {name!r}")
-    return _chip(name)
+    return _chip(_name(name, "accelerator", "an"))
 
 
 @data.cached
