@@ -154,16 +154,6 @@ def test_load_returns_a_copy():
     assert data.load("power", DATA).loc[0, "power_w"] > 0
 
 
-def test_descriptor_of_the_wrong_shape_is_named(tmp_path: Path):
-    for descriptor, expected in (([], "top level must be a JSON object"),
-                                 ({"resources": [{"name": "power", "path": "power.csv"}]}, "needs 'schema.fields'"),
-                                 ({"resources": {}}, "'resources' must be a list")):
-        (tmp_path / "datapackage.json").write_text(json.dumps(descriptor))
-        with pytest.raises(data.DataError, match=expected) as info:
-            data.load("power", tmp_path)
-        assert "datapackage.json" in str(info.value)
-
-
 def test_a_deleted_required_row_fails_at_load(broken):
     directory = broken("benchmark_results.csv", "kimi-k2.5,gb300,interactivity,120,0,realbet,\n", "")
     with pytest.raises(data.DataError, match=r"benchmark_results.csv, line 15: model 'kimi-k2.5', system 'gb300' "
@@ -320,11 +310,24 @@ def test_data_dictionary_known_rows():
      "a foreign key needs 'fields'"),
 ])
 def test_descriptor_field_errors_are_named(tmp_path: Path, schema, expected):
-    (tmp_path / "datapackage.json").write_text(json.dumps(
-        {"resources": [{"name": "power", "path": "power.csv", "schema": schema}]}))
+    _assert_descriptor_refused(tmp_path, {"resources": [{"name": "power", "path": "power.csv", "schema": schema}]},
+                               expected, "datapackage.json: resource 'power'")
+
+
+@pytest.mark.parametrize(("descriptor", "expected"), [
+    ([], "top level must be a JSON object"),
+    ({"resources": [{"name": "power", "path": "power.csv"}]}, "needs 'schema.fields'"),
+    ({"resources": {}}, "'resources' must be a list"),
+])
+def test_descriptor_of_the_wrong_shape_is_named(tmp_path: Path, descriptor, expected):
+    _assert_descriptor_refused(tmp_path, descriptor, expected, "datapackage.json")
+
+
+def _assert_descriptor_refused(folder: Path, descriptor: object, expected: str, names: str) -> None:
+    (folder / "datapackage.json").write_text(json.dumps(descriptor))
     with pytest.raises(data.DataError, match=expected) as info:
-        data.load("power", tmp_path)
-    assert "datapackage.json: resource 'power'" in str(info.value)
+        data.load("power", folder)
+    assert names in str(info.value)
 
 
 def test_duplicate_key_names_every_field_of_the_key(broken):

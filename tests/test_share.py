@@ -246,6 +246,21 @@ def _as_options(figure: InteractiveFigure, texts: dict) -> dict:
     return out
 
 
+
+def _assert_link_reopens(browser, base: str, link: str, at: dict, figure, setting: dict, neighbour=None) -> None:
+    """A fresh page opened from ``link`` shows ``figure`` at ``setting``, drawn as the model computes it,
+    and (if given) a neighbouring figure still at its defaults."""
+    fresh = Visit(browser, base, link.removeprefix(base + "/"))
+    try:
+        assert _current_setting(fresh.page, at["chart"], figure) == setting
+        _assert_matches_model(_shown(fresh.page, at["chart"], figure), figure, setting)
+        if neighbour is not None:
+            chart, other = neighbour
+            assert _current_setting(fresh.page, chart, other) == other.defaults()
+        assert fresh.errors == [] and fresh.link_warnings == []
+    finally:
+        fresh.close()
+
 def test_copy_link_reproduces_the_setting_in_a_fresh_page(site_url, browser, where):
     """Two figures on one page share control names; the link carries only the one it was copied from."""
     figure, at = FIGURES["frontier"], where["frontier"]
@@ -270,14 +285,8 @@ def test_copy_link_reproduces_the_setting_in_a_fresh_page(site_url, browser, whe
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
-    fresh = Visit(browser, site_url, link.removeprefix(site_url + "/"))
-    try:
-        assert _current_setting(fresh.page, at["chart"], figure) == setting
-        _assert_matches_model(_shown(fresh.page, at["chart"], figure), figure, setting)
-        assert _current_setting(fresh.page, where["roofline"]["chart"], neighbour) == neighbour.defaults()
-        assert fresh.errors == [] and fresh.link_warnings == []
-    finally:
-        fresh.close()
+    _assert_link_reopens(browser, site_url, link, at, figure, setting,
+                         neighbour=(where["roofline"]["chart"], neighbour))
 
 
 def test_from_disk_the_link_falls_back_to_a_field_and_still_works(site, browser, where):
@@ -307,13 +316,7 @@ def test_from_disk_the_link_falls_back_to_a_field_and_still_works(site, browser,
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
-    fresh = Visit(browser, base, link.removeprefix(base + "/"))
-    try:
-        assert _current_setting(fresh.page, at["chart"], figure) == setting
-        _assert_matches_model(_shown(fresh.page, at["chart"], figure), figure, setting)
-        assert fresh.errors == [] and fresh.link_warnings == []
-    finally:
-        fresh.close()
+    _assert_link_reopens(browser, base, link, at, figure, setting)
 
 
 BAD_LINKS = {
