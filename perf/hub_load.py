@@ -26,7 +26,6 @@ import asyncio
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,8 +47,7 @@ TARGETS = {"ready_s": 30.0, "run_s": 60.0, "student_mb": 1536.0}
 
 
 def available_mb() -> float:
-    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-    return int(info["MemAvailable"].split()[0]) / 1024
+    return hubctl.meminfo_mb()["MemAvailable"]
 
 
 def handouts_repository(where: Path) -> str:
@@ -57,13 +55,7 @@ def handouts_repository(where: Path) -> str:
     built = REPO / "_build" / "html" / "handouts"
     if not all((built / name).exists() for name in HANDOUTS):
         raise SystemExit(f"no handouts in {built}: run `make book` first")
-    out = where / FOLDER
-    shutil.copytree(built, out)
-    git = ["git", "-C", str(out), "-c", "user.name=Host", "-c", "user.email=host@example.org"]
-    subprocess.run(["git", "init", "--quiet", "--initial-branch=handouts", str(out)], check=True, timeout=60)
-    subprocess.run(git + ["add", "."], check=True, timeout=60)
-    subprocess.run(git + ["commit", "--quiet", "-m", "Handouts"], check=True, timeout=60)
-    return f"file://{out}"
+    return f"file://{hubctl.publish_handouts(sorted(built.glob('*.ipynb')), where / FOLDER)}"
 
 
 class Sampler(threading.Thread):
@@ -81,8 +73,8 @@ class Sampler(threading.Thread):
 
     @staticmethod
     def _used() -> float:
-        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        return (int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])) / 1024
+        info = hubctl.meminfo_mb()
+        return info["MemTotal"] - info["MemAvailable"]
 
     def run(self) -> None:
         while not self.halt.wait(1.0):

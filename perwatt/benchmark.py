@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, data, metrics, plausible
+from perwatt import catalog, checks, data, metrics, plausible
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,8 @@ def per_user(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     """
     wide = catalog.wide(results)
     rate = wide["interactivity"]
-    metrics._positive("interactivity", rate)
-    metrics._positive("osl_tokens", osl_tokens)
+    checks.positive("interactivity", rate)
+    checks.positive("osl_tokens", osl_tokens)
     wide["tpot_ms"] = 1000.0 / rate
     wide["decode_s"] = osl_tokens / rate
     return wide
@@ -169,9 +169,9 @@ def consistency(latency_s, tokens_per_s_per_user, osl_tokens) -> dict[str, np.nd
     ``decode_s`` (the time after the first token), ``implied_ttft_s``, ``max_consistent_osl``
     (the longest whole number of output tokens the latency allows) and ``consistent``.
     """
-    metrics._positive("latency_s", latency_s)
-    metrics._positive("tokens_per_s_per_user", tokens_per_s_per_user)
-    metrics._positive("osl_tokens", osl_tokens)
+    checks.positive("latency_s", latency_s)
+    checks.positive("tokens_per_s_per_user", tokens_per_s_per_user)
+    checks.positive("osl_tokens", osl_tokens)
     latency = np.asarray(latency_s, dtype=float)
     rate = np.asarray(tokens_per_s_per_user, dtype=float)
     decode = (np.asarray(osl_tokens, dtype=float) - 1) / rate

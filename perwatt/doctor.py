@@ -133,7 +133,7 @@ def writable_targets() -> list[Path]:
     return [REPO, REPO / "_build", REPO / "handouts"]
 
 
-def _unwritable(target: Path) -> tuple[Path, OSError] | None:
+def unwritable(target: Path) -> tuple[Path, OSError] | None:
     """Try creating and removing a file where ``target`` is (or would be created): the error, if any."""
     probe = target
     while not probe.exists() and probe.parent != probe:
@@ -161,7 +161,7 @@ def _writable_fix(path: Path, err: OSError) -> str:
 def check_writable(targets: list[Path] | None = None) -> Check:
     targets = writable_targets() if targets is None else targets
     problems: dict[Path, OSError] = {}
-    for found in filter(None, map(_unwritable, targets)):
+    for found in filter(None, map(unwritable, targets)):
         problems.setdefault(*found)  # several targets may stop at the same folder
     if not problems:
         return Check("Writable folders", True, f"can write in {REPO} and its _build and handouts folders")
@@ -178,15 +178,13 @@ def check_data() -> Check:
     from perwatt import data
 
     try:
-        names = list(data.resources())
-        for name in names:
-            data.load(name)
+        data.validate_all()
     except data.DataError as err:
         fix = (f"PERWATT_DATA points at {data.data_dir()}: correct that file there, or unset PERWATT_DATA."
                if os.environ.get("PERWATT_DATA") else
                f"Restore the file from the repository: `cd {_sh(REPO)} && git checkout data/`.")
         return Check("Data files", False, str(err), fix)
-    return Check("Data files", True, f"{len(names)} files valid against {data.data_dir().name}/datapackage.json")
+    return Check("Data files", True, f"{len(data.resources())} files valid against {data.data_dir().name}/datapackage.json")
 
 
 _KERNEL_PROBE = "import os, sys, perwatt\nprint(os.path.realpath(sys.prefix))\nprint(os.path.dirname(os.path.realpath(perwatt.__file__)))"

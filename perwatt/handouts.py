@@ -15,14 +15,13 @@ Made from a built book (``make book``), so the numbers are the site's own:
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perwatt import devtools
+from perwatt import devtools, doctor
 
 REPO = devtools.REPO
 BUILD = REPO / "_build"
@@ -255,11 +254,11 @@ def _check_writable(out: Path) -> None:
     """Fail on a bad ``--out`` before the (slower) rendering, and whether or not a book is built."""
     if out.exists() and not out.is_dir():
         raise HandoutError(f"--out {out} is a file; give a folder for the notebooks")
-    ancestor = next(p for p in (out, *out.parents) if p.exists())
-    if not ancestor.is_dir():
-        raise HandoutError(f"cannot write to --out {out}: {ancestor} is a file; choose a folder you can write to")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise HandoutError(f"cannot write to --out {out}: {ancestor} is not writable; choose a folder you can write to")
+    found = doctor.unwritable(out)  # the setup check's own probe: a file made and removed there
+    if found:
+        where, err = found
+        why = "is a file" if not where.is_dir() else f"is not writable ({err.strerror or err})"
+        raise HandoutError(f"cannot write to --out {out}: {where} {why}; choose a folder you can write to")
 
 
 def write(out: Path, force: bool = False, answers: bool = False, build: Path = BUILD) -> list[Path]:

@@ -34,15 +34,6 @@ JOULES_PER_KWH = 3.6e6
 MILLION = 1e6
 
 
-def _checked(name: str, value: object, **rules) -> np.ndarray:
-    """``value`` as a float array after checking it (kept for callers of the old helper)."""
-    return checks.array(name, value, **rules)
-
-
-def _positive(name: str, value: object):
-    return checks.positive(name, value)
-
-
 def joules_per_token(tps_per_kw: Numeric) -> Numeric:
     """Energy per token in J/token from throughput per power in tokens/s/kW.
 

@@ -41,12 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return setup_check.run(args)
-    if args.command == "links":
-        from perwatt import handouts
-
-        return hub.run(args, [handouts.filename(chapter) for chapter in devtools.chapter_files()])
     from perwatt import handouts
 
+    if args.command == "links":
+        return hub.run(args, [handouts.filename(chapter) for chapter in devtools.chapter_files()])
     try:
         written = handouts.write(args.out, force=args.force, answers=args.answers)
     except handouts.HandoutError as err:

@@ -87,24 +87,16 @@ def _hubctl():
     return module
 
 
-def _handouts_repository(site: Path, where: Path) -> Path:
+def _handouts_repository(hubctl, site: Path, where: Path) -> Path:
     """The generated handouts, committed to a branch of their own, as the host publishes them."""
-    repo = where / "perwatt-handouts"
-    repo.mkdir()
-    for notebook in sorted((site / "handouts").glob("*.ipynb")):
-        (repo / notebook.name).write_bytes(notebook.read_bytes())
-    git = ["git", "-C", str(repo), "-c", "user.name=Host", "-c", "user.email=host@example.org"]
-    subprocess.run(["git", "init", "--quiet", "--initial-branch=handouts", str(repo)], check=True, timeout=60)
-    subprocess.run(git + ["add", "."], check=True, timeout=60)
-    subprocess.run(git + ["commit", "--quiet", "-m", "Handouts"], check=True, timeout=60)
-    return repo
+    return hubctl.publish_handouts(sorted((site / "handouts").glob("*.ipynb")), where / "perwatt-handouts")
 
 
 @pytest.mark.slow
 @pytest.mark.hub
 def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_everything_stops(site, tmp_path):
     hubctl = _hubctl()
-    repo = f"file://{_handouts_repository(site, tmp_path)}"
+    repo = f"file://{_handouts_repository(hubctl, site, tmp_path)}"
     room = hubctl.Hub(tmp_path / "hub").start()
     try:
         async def student() -> None:

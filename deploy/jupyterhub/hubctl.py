@@ -127,6 +127,25 @@ def memory(pids: list[int]) -> tuple[float, float]:
     return rss, pss
 
 
+def publish_handouts(notebooks: list[Path], repo: Path) -> Path:
+    """Commit ``notebooks`` to the branch ``handouts`` of a new git repository at ``repo``, as a host
+    publishes the generated handouts for nbgitpuller to pull."""
+    repo.mkdir(parents=True)
+    for notebook in notebooks:
+        (repo / notebook.name).write_bytes(notebook.read_bytes())
+    git = ["git", "-C", str(repo), "-c", "user.name=Host", "-c", "user.email=host@example.org"]
+    subprocess.run(["git", "init", "--quiet", "--initial-branch=handouts", str(repo)], check=True, timeout=60)
+    subprocess.run(git + ["add", "."], check=True, timeout=60)
+    subprocess.run(git + ["commit", "--quiet", "-m", "Handouts"], check=True, timeout=60)
+    return repo
+
+
+def meminfo_mb() -> dict[str, float]:
+    """This machine's /proc/meminfo, in MB."""
+    lines = Path("/proc/meminfo").read_text().splitlines()
+    return {key: int(value.split()[0]) / 1024 for key, value in (line.split(":", 1) for line in lines)}
+
+
 class Hub:
     """The workshop hub from jupyterhub_config.py, on 127.0.0.1, with its state and students' homes under ``root``."""
 
