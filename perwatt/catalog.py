@@ -129,6 +129,18 @@ def lengths(name: str | None = None) -> Lengths:
                    int(w["osl_tokens"] * w["output_min_fraction"]), int(w["osl_tokens"] * w["output_max_fraction"]))
 
 
+def measured(workload_name: str | None = None) -> pd.DataFrame:
+    """Measured InferenceX DeepSeek-R1 points (data/inferencex_dsr1.csv): all three workloads, or one
+    (``"1k/1k"``, ``"8k/1k"`` or ``"1k/8k"``), in the snapshot's order."""
+    table = data.load("inferencex_dsr1")
+    if workload_name is None:
+        return table
+    known = list(dict.fromkeys(table["workload"]))
+    if workload_name not in known:
+        raise ValueError(f"workload_name must be one of {known}, got {workload_name!r}")
+    return table[table["workload"] == workload_name].reset_index(drop=True)
+
+
 @data.cached
 def assumptions() -> dict[str, float]:
     table = data.load("assumptions")

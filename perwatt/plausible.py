@@ -37,7 +37,7 @@ BOUNDS = {
     "e2e_latency_s": Plausible("s", 0.0, 86_400.0, "", "is it in milliseconds? Divide by 1,000"),
 }
 #: The longest time to first token a reader's row may imply. InferenceX's longest median TTFT in
-#: the book's data (data/inferencex_dsr1_8k1k.csv) is 146 s; a latency typed in milliseconds
+#: the book's data (data/inferencex_dsr1.csv, 8k/1k) is 146 s; a latency typed in milliseconds
 #: (1030 for 1.03 s) implies a thousand seconds or more.
 MAX_TTFT_S = 600.0
 

@@ -83,7 +83,7 @@ def test_audit_is_consistent_exactly_up_to_the_max_output(osl):
 
 def test_the_audit_passes_real_inferencex_rows_at_the_mean_output_length():
     # Measured InferenceX 8k/1k points: median latency against median tokens/s per user.
-    measured = data.load("inferencex_dsr1_8k1k")
+    measured = catalog.measured("8k/1k")
     assert len(measured) >= 100 and measured["hardware"].nunique() >= 5
     drawn = catalog.lengths("8k/1k")
     at_mean = benchmark.consistency(measured["median_e2e_latency_s"], measured["median_interactivity"], drawn.osl_mean)
