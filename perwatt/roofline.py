@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks
+from perwatt import catalog, checks, parallel
 from perwatt.specs import (DEFAULTS, GIGA, PRECISION_LABELS, PRECISIONS, TERA, Assumptions, Chip,  # noqa: F401
                            ModelSpec, chip, known_chips, model_spec)
 
@@ -160,20 +160,22 @@ def phase_time(flops, nbytes, device: Chip, bits: float, chips, assumptions: Ass
 
 
 @checks.validated(spec=SPEC, device=DEVICE, prompt_tokens=checks.LENGTH, chips=checks.CHIPS, assumptions=ASSUMED)
-def prefill_time(spec: ModelSpec, device: Chip, prompt_tokens, chips, assumptions: Assumptions = DEFAULTS):
-    """Seconds to prefill one prompt of ``prompt_tokens`` tokens on ``chips`` chips."""
-    return phase_time(prefill_flops(spec, prompt_tokens), prefill_bytes(spec, prompt_tokens, assumptions.kv_bits),
-                      device, spec.expert_weight_bits, chips, assumptions)
+def prefill_time(spec: ModelSpec, device: Chip, prompt_tokens, chips, assumptions: Assumptions = DEFAULTS, ep=1,
+                 dp_attention=False):
+    """Seconds to prefill one prompt of ``prompt_tokens`` tokens on ``chips`` chips (tensor parallel
+    unless a layout is given; see :func:`perwatt.parallel.pass_time`)."""
+    return parallel.pass_time(spec, device, 1, 0.0, chips, ep, dp_attention, prompt_tokens, "prefill",
+                              assumptions)["total"]
 
 
 @checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, context=checks.CONTEXT, chips=checks.CHIPS,
                  assumptions=ASSUMED, tokens_per_sequence=PER_SEQUENCE)
 def decode_time(spec: ModelSpec, device: Chip, batch, context, chips, assumptions: Assumptions = DEFAULTS,
-                tokens_per_sequence=1):
-    """Seconds for one decode (or verification) pass over ``batch`` sequences on ``chips`` chips."""
-    flops = decode_flops(spec, batch, context, tokens_per_sequence)
-    nbytes = decode_bytes(spec, batch, context, assumptions.kv_bits, tokens_per_sequence)
-    return phase_time(flops, nbytes, device, spec.expert_weight_bits, chips, assumptions)
+                tokens_per_sequence=1, ep=1, dp_attention=False):
+    """Seconds for one decode (or verification) pass over ``batch`` sequences on ``chips`` chips
+    (tensor parallel unless a layout is given; see :func:`perwatt.parallel.pass_time`)."""
+    return parallel.pass_time(spec, device, batch, context, chips, ep, dp_attention, tokens_per_sequence,
+                              "decode", assumptions)["total"]
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks, data
+from perwatt import catalog, checks, data, parallel
 from perwatt.roofline import (ASSUMED, DEFAULTS, DEVICE, OPTIONAL_LENGTH, PRECISIONS, SPEC, TERA, Assumptions, Chip, ModelSpec, chip,
                               chips_needed, decode_bytes, decode_time, model_spec, prefill_time)
 from perwatt.roofline import known_chips as roofline_chips
@@ -23,38 +23,122 @@ from perwatt.roofline import known_chips as roofline_chips
 PRECISION = checks.rule(checks.choice, PRECISIONS)
 
 
-@checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
-                  assumptions=ASSUMED)
-def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS) -> dict:
-    """One static-batch operating point (arrays broadcast).
+DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
+ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
 
-    Returns a dict of arrays: chips per instance, TTFT (s, mean over the batch), TPOT (s),
-    tokens/s per user, output tokens/s per chip, total tokens/s per chip, end-to-end latency
-    (s, mean) and joules per output token at the chip's rated power.
+
+def _prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep, dp, assumptions: Assumptions):
+    """Seconds of an instance's time per prompt prefilled: under data-parallel attention each chip
+    takes its own prompt, so a pass prefills ``chips`` prompts at once."""
+    together = np.where(np.asarray(dp, dtype=bool), np.asarray(chips, dtype=float), 1.0)
+    return parallel.pass_time(spec, device, together, 0.0, chips, ep, dp, isl, "prefill", assumptions)["total"] / together
+
+
+def _decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep, dp, drafts, assumptions: Assumptions):
+    """Seconds per decode pass: the target verifies ``drafts + 1`` tokens per sequence, after
+    ``drafts`` sequential draft steps, each priced as one more layer (an MTP module is one layer)."""
+    drafts = np.asarray(drafts, dtype=float)
+    verify = parallel.pass_time(spec, device, batch, context, chips, ep, dp, drafts + 1, "decode", assumptions)["total"]
+    one = parallel.pass_time(spec, device, batch, context, chips, ep, dp, 1, "decode", assumptions)["total"]
+    return verify + drafts * one / spec.layers
+
+
+@checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
+                  assumptions=ASSUMED, chips=checks.rule(checks.optional, checks.CHIPS), drafts=DRAFTS,
+                  tokens_per_pass=ACCEPTED)
+def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS, chips=None, ep=1,
+          dp_attention=False, drafts=0, tokens_per_pass=1.0) -> dict:
+    """One operating point of a single pool that prefills and decodes (arrays broadcast).
+
+    ``batch`` sequences are in flight on an instance of ``chips`` chips (by default the fewest that
+    hold the model and the caches, tensor parallel) laid out as in :mod:`perwatt.parallel`. Each
+    decode pass emits ``tokens_per_pass`` tokens per sequence (more than 1 when ``drafts`` drafted
+    tokens are verified). While the batch decodes, the pool also prefills the prompts that replace
+    finished requests: ``batch`` prompts per ``osl`` tokens, which stretch every token's time, as
+    InferenceX's TPOT includes. Returns a dict of arrays: chips, TTFT (s), TPOT (s), tokens/s per
+    user (1 ÷ TPOT), output and total tokens/s per chip, end-to-end latency (s), joules per output
+    token at the chip's rated power, and ``fits`` (weights and caches fit in memory).
     """
-    batch = np.asarray(batch, dtype=float)
-    isl = np.asarray(isl, dtype=float)
-    osl = np.asarray(osl, dtype=float)
+    batch, isl, osl = (np.asarray(v, dtype=float) for v in (batch, isl, osl))
     context = isl + osl / 2
-    chips = chips_needed(spec, device, batch, isl + osl, assumptions)
-    t_prefill = prefill_time(spec, device, isl, chips, assumptions)
-    tpot = decode_time(spec, device, batch, context, chips, assumptions)
-    cycle = batch * t_prefill + osl * tpot
-    output_per_chip = batch * osl / cycle / chips
-    ttft = (batch + 1) / 2 * t_prefill
+    if chips is None:
+        chips = chips_needed(spec, device, batch, isl + osl, assumptions)
+    chips = np.asarray(chips, dtype=float)
+    memory = parallel.memory_per_chip(spec, chips, ep, dp_attention, batch, isl + osl, assumptions)
+    fits = memory <= device.hbm_bytes * assumptions.usable_hbm_fraction
+    t_prefill = _prefill_per_prompt(spec, device, isl, chips, ep, dp_attention, assumptions)
+    t_pass = _decode_pass(spec, device, batch, context, chips, ep, dp_attention, drafts, assumptions)
+    accepted = np.asarray(tokens_per_pass, dtype=float)
+    tpot = (t_pass + batch * t_prefill * accepted / osl) / accepted
+    ttft = t_prefill
+    e2e = ttft + osl * tpot
+    output_per_chip = batch * osl / e2e / chips
+    shape = np.broadcast(batch, chips, tpot).shape
     return {
-        "chips": chips,
-        "ttft_s": ttft,
+        "chips": np.broadcast_to(chips, shape).astype(float),
+        "ttft_s": np.broadcast_to(ttft, shape).astype(float),
         "tpot_s": tpot,
         "tokens_per_s_per_user": 1.0 / tpot,
         "output_tokens_per_s_per_chip": output_per_chip,
         "total_tokens_per_s_per_chip": output_per_chip * (isl + osl) / osl,
-        "e2e_latency_s": ttft + osl * tpot,
+        "e2e_latency_s": e2e,
         "joules_per_output_token": device.power_w / output_per_chip,
+        "fits": np.broadcast_to(fits, shape),
     }
 
 
-BATCHES = tuple(2 ** i for i in range(11))
+@checks.validated(spec=SPEC, device=DEVICE, concurrency=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
+                  prefill_chips=checks.CHIPS, decode_chips=checks.CHIPS, prefill_workers=checks.CHIPS,
+                  decode_workers=checks.CHIPS, drafts=DRAFTS, tokens_per_pass=ACCEPTED, assumptions=ASSUMED)
+def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, prefill_chips, decode_chips,
+                        prefill_workers=1, decode_workers=1, prefill_ep=1, decode_ep=1, prefill_dp_attention=False,
+                        decode_dp_attention=False, drafts=0, tokens_per_pass=1.0,
+                        assumptions: Assumptions = DEFAULTS) -> dict:
+    """Separate prefill and decode pools, counted as InferenceX counts them (arrays broadcast).
+
+    ``prefill_workers`` instances of ``prefill_chips`` chips prefill; ``decode_workers`` instances
+    of ``decode_chips`` chips decode, ``concurrency`` requests shared among them. Requests flow at
+    the slower of the two pools' rates. Returns tokens/s per user, TTFT and end-to-end latency (s),
+    input tokens/s per prefill chip, output tokens/s per decode chip and total tokens/s per chip of
+    both pools, and which pool limits (``prefill_bound``).
+    """
+    concurrency, isl, osl = (np.asarray(v, dtype=float) for v in (concurrency, isl, osl))
+    n_prefill = np.asarray(prefill_chips, dtype=float) * prefill_workers
+    n_decode = np.asarray(decode_chips, dtype=float) * decode_workers
+    t_prefill = _prefill_per_prompt(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention, assumptions)
+    per_worker = np.maximum(1.0, np.ceil(concurrency / decode_workers))
+    t_pass = _decode_pass(spec, device, per_worker, isl + osl / 2, decode_chips, decode_ep, decode_dp_attention,
+                          drafts, assumptions)
+    tpot = t_pass / np.asarray(tokens_per_pass, dtype=float)
+    flowing = concurrency / (t_prefill + osl * tpot)
+    capacity = np.asarray(prefill_workers, dtype=float) / t_prefill
+    rate = np.minimum(flowing, capacity)
+    e2e = concurrency / rate
+    return {
+        "tokens_per_s_per_user": 1.0 / tpot,
+        "tpot_s": tpot,
+        "ttft_s": e2e - osl * tpot,
+        "e2e_latency_s": e2e,
+        "input_tokens_per_s_per_prefill_chip": rate * isl / n_prefill,
+        "output_tokens_per_s_per_decode_chip": rate * osl / n_decode,
+        "total_tokens_per_s_per_chip": rate * (isl + osl) / (n_prefill + n_decode),
+        "prefill_bound": flowing > capacity,
+    }
+
+
+#: Sequences per instance swept by :func:`frontier`.
+BATCHES = tuple(2 ** i for i in range(15))
+
+
+def layouts(spec: ModelSpec, device: Chip) -> pd.DataFrame:
+    """Candidate layouts for one chip: powers of two up to four scale-up domains (only the domain
+    where the scale-out bandwidth is unpublished), the domain's own size, and for each, experts
+    split or not and attention tensor- or data-parallel. One row per layout: chips, ep, dp_attention."""
+    limit = device.scale_up_domain * (4 if np.isfinite(device.scale_out_bytes_s) else 1)
+    sizes = sorted({2 ** i for i in range(20) if 2 ** i <= limit} | {device.scale_up_domain})
+    rows = [(c, e, d) for c in sizes for e in sorted({1, c}) for d in ((False, True) if c > 1 else (False,))
+            if spec.is_moe or e == 1]
+    return pd.DataFrame(rows, columns=["chips", "ep", "dp_attention"])
 
 
 def pareto_efficient(x, y) -> np.ndarray:
@@ -80,26 +164,41 @@ def batch_list(batches) -> np.ndarray:
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
-                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED)
-def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
-             osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES) -> pd.DataFrame:
-    """Throughput per chip against tokens/s per user across batch sizes: one row per batch.
-
-    ``efficient`` is true for the batch sizes no other batch beats on both output tokens/s per chip
-    and tokens/s per user. Batches can be beaten because a larger batch's KV cache
-    moves the instance onto more chips, which this model lets scale ideally: the larger batch
-    then gains per-user speed without losing throughput per chip.
-    """
+                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
+def sweep(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
+          osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
+          tokens_per_pass: float = 1.0) -> pd.DataFrame:
+    """Every layout (:func:`layouts`) at every batch that fits in memory: one row per pair, with
+    the layout (chips, ep, dp_attention), the batch, the :func:`serve` results, and ``efficient``,
+    true where no other row beats it on both output tokens/s per chip and tokens/s per user."""
     w = catalog.workload()
     isl = float(w["isl_tokens"]) if isl is None else isl
     osl = float(w["osl_tokens"]) if osl is None else osl
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     batch = batch_list(batches)
-    point = serve(spec, device, batch, isl, osl, assumptions)
-    frame = pd.DataFrame({"batch": batch.astype(int), **{k: np.asarray(v, dtype=float) for k, v in point.items()}})
+    grid = layouts(spec, device).merge(pd.DataFrame({"batch": batch.astype(int)}), how="cross")
+    point = serve(spec, device, grid["batch"].to_numpy(float), isl, osl, assumptions, grid["chips"].to_numpy(float),
+                  grid["ep"].to_numpy(float), grid["dp_attention"].to_numpy(bool), drafts, tokens_per_pass)
+    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
+    frame = frame[frame.pop("fits")].reset_index(drop=True)
+    if frame.empty:
+        raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries")
     frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"], frame["tokens_per_s_per_user"])
     return frame
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
+                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
+def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
+             osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
+             tokens_per_pass: float = 1.0) -> pd.DataFrame:
+    """The best the model allows: the rows of :func:`sweep` that no other layout and batch beats
+    on both output tokens/s per chip and tokens/s per user, fastest per user first. Each row is
+    the configuration (layout and batch) that reaches its operating point."""
+    frame = sweep(model, accelerator, precision, isl, osl, assumptions, batches, drafts, tokens_per_pass)
+    best = frame[frame["efficient"]].drop_duplicates(["output_tokens_per_s_per_chip", "tokens_per_s_per_user"])
+    return best.sort_values("tokens_per_s_per_user", ascending=False).reset_index(drop=True)
 
 
 @checks.validated(model=checks.TEXT, tokens_per_s_per_user=checks.RATE, context=checks.CONTEXT, precision=PRECISION,

@@ -17,35 +17,55 @@ from perwatt import checks, data
 TERA = 1e12
 GIGA = 1e9
 #: Weight formats a reader can choose; "as released" keeps each model's own.
-PRECISIONS = ("as_released", "fp8", "bf16")
-PRECISION_LABELS = {"as_released": "as released", "fp8": "FP8 everywhere", "bf16": "BF16 everywhere"}
-_PRECISION_BITS = {"fp8": 8.0, "bf16": 16.0}
+PRECISIONS = ("as_released", "fp4", "fp8", "bf16")
+PRECISION_LABELS = {"as_released": "as released", "fp4": "FP4 experts", "fp8": "FP8 everywhere",
+                    "bf16": "BF16 everywhere"}
+#: Per format: (routed-expert weight bits, other weight bits or None to keep them, matmul format bits).
+#: FP4 is NVFP4's layout: 4-bit values with an 8-bit scale per 16, 4.5 bits each; as NVIDIA's and
+#: InferenceX's FP4 DeepSeek runs serve it, only the experts are FP4 and the rest stays as released (≤ 8 bits).
+_PRECISION_BITS = {"fp4": (4.5, None, 4.0), "fp8": (8.0, 8.0, 8.0), "bf16": (16.0, 16.0, 16.0)}
 
 
 @dataclass(frozen=True)
 class Assumptions:
     """The model's simplifications, as parameters.
 
-    bandwidth_efficiency: achieved ÷ peak HBM bandwidth in decode (default 0.8, typical of
-        well-tuned kernels streaming large weight matrices); in [0.01, 1], as is
-    compute_efficiency: achieved ÷ peak dense tensor FLOP/s (default 0.6).
+    bandwidth_efficiency: achieved ÷ peak HBM bandwidth; in [0.01, 1], as is
+    compute_efficiency: achieved ÷ peak dense tensor FLOP/s.
     overlap: 1 means compute and memory traffic overlap perfectly (time = max of the two);
         0 means they run one after the other (time = sum).
-    kv_bits: bits per cached key/value element (default 16, BF16; at most 64).
+    kv_bits: bits per cached key/value element (default 16, BF16; at most 64). FP8 (8) is common.
     usable_hbm_fraction: share of HBM available for weights and KV cache (default 0.9).
+    layer_latency_us: fixed time per layer per pass (µs): kernel launches and the synchronisation
+        between them, which no amount of bandwidth removes.
+    collective_latency_us: fixed time per collective (all-reduce, dispatch or combine), µs.
+    link_efficiency: achieved ÷ peak scale-up or scale-out bandwidth in collectives (default 0.7).
+    routing_skew: how much busier than uniform routing makes it the busiest expert group is
+        (1 = uniform; 1.3 = 30 % more distinct experts on it, never more than it holds).
+
+    bandwidth_efficiency, compute_efficiency, layer_latency_us and collective_latency_us default
+    to the values :mod:`perwatt.calibration` fits to measured InferenceX points (chapter 3).
     """
 
-    bandwidth_efficiency: float = 0.8
-    compute_efficiency: float = 0.6
+    bandwidth_efficiency: float = 0.643
+    compute_efficiency: float = 0.383
     overlap: float = 1.0
     kv_bits: float = 16.0
     usable_hbm_fraction: float = 0.9
+    layer_latency_us: float = 103.0
+    collective_latency_us: float = 0.0
+    link_efficiency: float = 0.7
+    routing_skew: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("bandwidth_efficiency", "compute_efficiency", "usable_hbm_fraction"):
             checks.scalar(name, getattr(self, name), minimum=0.01, maximum=1.0)
         checks.scalar("overlap", self.overlap, minimum=0.0, maximum=1.0)
         checks.scalar("kv_bits", self.kv_bits, exclusive_minimum=0.0, maximum=64.0)
+        for name in ("layer_latency_us", "collective_latency_us"):
+            checks.scalar(name, getattr(self, name), minimum=0.0, maximum=10_000.0)
+        checks.scalar("link_efficiency", self.link_efficiency, minimum=0.01, maximum=1.0)
+        checks.scalar("routing_skew", self.routing_skew, minimum=1.0, maximum=100.0)
 
 
 DEFAULTS = Assumptions()
@@ -59,6 +79,7 @@ class ModelSpec:
     total_params: float
     active_params: float
     layers: int
+    hidden_size: int
     attention: str
     query_heads: int
     kv_heads: float
@@ -67,10 +88,13 @@ class ModelSpec:
     qk_rope_head_dim: float
     window_tokens: float
     window_layer_fraction: float
+    attention_params: float
     routed_experts: int
     active_experts: int
+    moe_layers: int
     expert_weight_bits: float
     other_weight_bits: float
+    expert_compute_bits: float
 
     @property
     def is_moe(self) -> bool:
@@ -93,8 +117,9 @@ class ModelSpec:
         checks.choice("precision", precision, PRECISIONS)
         if precision == "as_released":
             return self
-        bits = _PRECISION_BITS[precision]
-        return replace(self, expert_weight_bits=bits, other_weight_bits=bits)
+        experts, other, compute = _PRECISION_BITS[precision]
+        return replace(self, expert_weight_bits=experts, expert_compute_bits=compute,
+                       other_weight_bits=self.other_weight_bits if other is None else other)
 
 
 @dataclass(frozen=True)
@@ -107,6 +132,9 @@ class Chip:
     bandwidth_bytes_s: float
     peak_flops: dict
     power_w: float
+    scale_up_bytes_s: float = float("nan")
+    scale_up_domain: int = 1
+    scale_out_bytes_s: float = float("nan")
 
     def peak_for_bits(self, bits: float) -> float:
         """Peak dense FLOP/s for weights of ``bits``: the narrowest tensor format that holds
@@ -147,6 +175,7 @@ def _model_spec(name: str) -> ModelSpec:
         total_params=float(row["total_params_b"]) * GIGA,
         active_params=float(row["active_params_b"]) * GIGA,
         layers=int(row["layers"]),
+        hidden_size=int(row["hidden_size"]),
         attention=str(row["attention"]),
         query_heads=int(row["query_heads"]),
         kv_heads=float(row["kv_heads"]),
@@ -155,10 +184,13 @@ def _model_spec(name: str) -> ModelSpec:
         qk_rope_head_dim=float(row["qk_rope_head_dim"]),
         window_tokens=float(row["window_tokens"]),
         window_layer_fraction=float(row["window_layer_fraction"]) if pd.notna(row["window_layer_fraction"]) else 0.0,
+        attention_params=float(row["attention_params_b"]) * GIGA,
         routed_experts=int(row["routed_experts"]),
         active_experts=int(row["active_experts"]),
+        moe_layers=int(row["moe_layers"]),
         expert_weight_bits=float(row["expert_weight_bits"]),
         other_weight_bits=float(row["other_weight_bits"]),
+        expert_compute_bits=float(row["expert_compute_bits"]),
     )
 
 
@@ -179,6 +211,9 @@ def _chip(name: str) -> Chip:
         bandwidth_bytes_s=float(row["bandwidth_tb_s"]) * TERA,
         peak_flops={f: float(row[f"{f}_tflops"]) * TERA for f in ("fp4", "fp8", "bf16")},
         power_w=float(row["power_w"]),
+        scale_up_bytes_s=float(row["scale_up_gb_s"]) * GIGA,
+        scale_up_domain=int(row["scale_up_domain"]) if pd.notna(row["scale_up_domain"]) else 1,
+        scale_out_bytes_s=float(row["scale_out_gb_s"]) * GIGA,
     )
 
 

@@ -1,0 +1,164 @@
+"""The serving model against measured InferenceX points: predictions, the fit, the errors.
+
+Each row of ``data/inferencex_dsr1.csv`` is one measured DeepSeek-R1 run: a chip, a precision, a
+parallel layout, a concurrency and a workload. :func:`predict` runs the serving model on exactly
+that configuration (:func:`perwatt.serving.serve` for a single pool,
+:func:`perwatt.serving.serve_disaggregated` for separate pools) and returns what it predicts for
+the two numbers InferenceX plots: total tokens/s per GPU and median tokens/s per user.
+
+:func:`fit` chooses the model's few free parameters (bandwidth and compute efficiency, the fixed
+cost per layer and per collective, and the tokens an MTP pass yields) to minimise the squared log
+errors on a training set of rows; :func:`errors` reports the errors on any rows, and
+:func:`error_summary` summarises them by chip and by concurrency.
+
+Two facts the snapshot does not give are assumptions, labelled here: an MTP run drafts
+:data:`MTP_DRAFTS` tokens per pass, and lengths are the workload's mean drawn lengths. Rows whose
+layout the snapshot leaves unclear (disaggregated, but with no workers listed) are not predicted;
+:func:`usable` says which and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from perwatt import catalog, checks, serving
+from perwatt.specs import DEFAULTS, Assumptions, chip, model_spec
+
+#: Drafted tokens per MTP pass assumed for every MTP run (the snapshot does not record it; three
+#: is TensorRT-LLM's published minimum-latency setting for DeepSeek R1).
+MTP_DRAFTS = 3
+#: Tokens an MTP pass yields in the fitted model (see :func:`fit`); TensorRT-LLM measured 2.82 at
+#: three drafts on its own prompts.
+MTP_TOKENS_PER_PASS = 2.15
+#: The parameters :func:`fit` chooses, with their bounds.
+FREE = {
+    "bandwidth_efficiency": (0.2, 1.0),
+    "compute_efficiency": (0.1, 1.0),
+    "layer_latency_us": (0.0, 200.0),
+    "collective_latency_us": (0.0, 500.0),
+    "mtp_tokens_per_pass": (1.0, MTP_DRAFTS + 1.0),
+}
+TARGETS = {"total_tokens_per_s_per_gpu": "throughput per GPU", "median_interactivity": "tokens/s per user"}
+#: Chips whose rows train the fit by default; every other chip's rows are held out.
+TRAINING_CHIPS = ("b200", "h200")
+
+
+def usable(table: pd.DataFrame) -> pd.Series:
+    """True for rows the model can be run on; the reason where it cannot ("" where it can)."""
+    reason = pd.Series("", index=table.index)
+    unclear = table["disagg"] & ((table["prefill_workers"] < 1) | (table["decode_workers"] < 1))
+    reason[unclear] = "disaggregated, but the snapshot lists no workers, so the pools' sizes are unclear"
+    return reason
+
+
+def _precision(value: str) -> str:
+    return {"fp4": "fp4", "fp8": "as_released"}[value]
+
+
+def predict(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
+            mtp_tokens_per_pass: float = MTP_TOKENS_PER_PASS) -> pd.DataFrame:
+    """The model's total tokens/s per GPU and tokens/s per user for each usable row, in a frame
+    indexed like ``table`` (rows that cannot be predicted are NaN in both; see :func:`usable`)."""
+    out = pd.DataFrame(np.nan, index=table.index, columns=list(TARGETS))
+    ok = table[usable(table) == ""]
+    for (hardware, precision, workload), rows in ok.groupby(["hardware", "precision", "workload"]):
+        spec = model_spec("deepseek-r1").with_precision(_precision(precision))
+        device = chip(hardware)
+        drawn = catalog.lengths(workload)
+        isl, osl = drawn.isl_mean, drawn.osl_mean
+        mtp = (rows["spec_method"] == "mtp").to_numpy()
+        drafts = np.where(mtp, MTP_DRAFTS, 0)
+        accepted = np.where(mtp, mtp_tokens_per_pass, 1.0)
+        single, split = rows[~rows["disagg"]], rows[rows["disagg"]]
+        if len(single):
+            s = ~rows["disagg"].to_numpy()
+            r = serving.serve(spec, device, single["concurrency"].to_numpy(float), isl, osl, assumptions,
+                              single["decode_tp"].to_numpy(float), single["decode_ep"].to_numpy(float),
+                              single["decode_dp_attention"].to_numpy(bool), drafts[s], accepted[s])
+            out.loc[single.index, "total_tokens_per_s_per_gpu"] = r["total_tokens_per_s_per_chip"]
+            out.loc[single.index, "median_interactivity"] = r["tokens_per_s_per_user"]
+        if len(split):
+            s = rows["disagg"].to_numpy()
+            p_chips = (split["prefill_gpus"] / split["prefill_workers"]).to_numpy(float)
+            d_chips = (split["decode_gpus"] / split["decode_workers"]).to_numpy(float)
+            r = serving.serve_disaggregated(
+                spec, device, split["concurrency"].to_numpy(float), isl, osl, p_chips, d_chips,
+                split["prefill_workers"].to_numpy(float), split["decode_workers"].to_numpy(float),
+                np.gcd(split["prefill_ep"].to_numpy(int), p_chips.astype(int)),
+                np.gcd(split["decode_ep"].to_numpy(int), d_chips.astype(int)),
+                split["prefill_dp_attention"].to_numpy(bool), split["decode_dp_attention"].to_numpy(bool),
+                drafts[s], accepted[s], assumptions)
+            out.loc[split.index, "total_tokens_per_s_per_gpu"] = r["total_tokens_per_s_per_chip"]
+            out.loc[split.index, "median_interactivity"] = r["tokens_per_s_per_user"]
+    return out
+
+
+def _apply(values, base: Assumptions) -> tuple[Assumptions, float]:
+    named = dict(zip(FREE, np.asarray(values, dtype=float)))
+    accepted = named.pop("mtp_tokens_per_pass")
+    return replace(base, **named), accepted
+
+
+def fit(table: pd.DataFrame, base: Assumptions = DEFAULTS) -> tuple[Assumptions, float]:
+    """The assumptions and MTP tokens per pass that minimise the squared log errors of both
+    targets over the usable rows of ``table``; everything not in :data:`FREE` stays as in ``base``."""
+    rows = table[usable(table) == ""]
+    if len(rows) < len(FREE):
+        raise ValueError(f"table: at least {len(FREE)} usable rows are needed to fit, got {len(rows)}")
+    measured = np.log(rows[list(TARGETS)].to_numpy(float))
+
+    def residuals(values):
+        assumptions, accepted = _apply(values, base)
+        return (np.log(predict(rows, assumptions, accepted).to_numpy(float)) - measured).ravel()
+
+    start = [getattr(base, k) if k != "mtp_tokens_per_pass" else MTP_TOKENS_PER_PASS for k in FREE]
+    lower, upper = zip(*FREE.values())
+    start = np.clip(start, lower, upper)
+    solution = least_squares(residuals, start, bounds=(lower, upper), x_scale="jac")
+    return _apply(solution.x, base)
+
+
+def errors(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
+           mtp_tokens_per_pass: float = MTP_TOKENS_PER_PASS) -> pd.DataFrame:
+    """One row per usable measured point and target: the measured and modelled values and the
+    error in per cent (modelled ÷ measured − 1), with the row's chip, layout and concurrency."""
+    rows = table[usable(table) == ""]
+    modelled = predict(rows, assumptions, mtp_tokens_per_pass)
+    keep = ["point_id", "workload", "hardware", "framework", "precision", "spec_method", "disagg", "concurrency"]
+    parts = []
+    for target, label in TARGETS.items():
+        part = rows[keep].assign(target=label, measured=rows[target], modelled=modelled[target])
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True)
+    out["error_pct"] = (out["modelled"] / out["measured"] - 1) * 100
+    out["held_out"] = ~out["hardware"].isin(TRAINING_CHIPS)
+    return out
+
+
+CONCURRENCY_BANDS = (0, 8, 64, 512, np.inf)
+
+
+def error_summary(frame: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Median and worst absolute error (%) and the count of points, per target and per ``by``
+    (a column of :func:`errors`, or ``"concurrency band"``)."""
+    frame = frame.copy()
+    if by == "concurrency band":
+        frame[by] = pd.cut(frame["concurrency"], CONCURRENCY_BANDS, right=True,
+                           labels=["1–8", "9–64", "65–512", "over 512"]).astype(str)
+    elif by not in frame.columns:
+        raise ValueError(f"by must be a column of the errors frame or 'concurrency band', got {by!r}")
+    frame["abs_error_pct"] = frame["error_pct"].abs()
+    grouped = frame.groupby(["target", by], sort=False)["abs_error_pct"]
+    return grouped.agg(points="size", median_abs_error_pct="median", worst_abs_error_pct="max").reset_index()
+
+
+def split(table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The training rows (chips in :data:`TRAINING_CHIPS`) and the held-out rows (every other chip)."""
+    table = catalog.measured() if table is None else table
+    checks.instance("table", table, pd.DataFrame)
+    training = table["hardware"].isin(TRAINING_CHIPS)
+    return table[training], table[~training]

@@ -1,0 +1,240 @@
+"""One forward pass on a parallel instance: a roofline per operator, a fixed cost per layer, and the
+collectives that join the chips.
+
+An instance is ``chips`` chips serving ``sequences`` sequences together. Its layout has two choices:
+
+* **Attention** either splits its heads across the chips (tensor parallel, ``dp_attention=False``)
+  or gives each chip its own sequences (``dp_attention=True``, data-parallel attention). Under
+  tensor parallelism an MLA latent cache is not split: every head reads all of it, so each chip
+  reads every sequence's cache. Under data-parallel attention each chip holds the attention
+  weights whole and reads only its own sequences' caches, and the busiest chip has
+  ``ceil(sequences / chips)`` of them.
+* **Routed experts** are split into ``ep`` expert-parallel groups of ``chips / ep`` chips, each
+  group holding ``E / ep`` experts and splitting each of them across its chips. A pass waits for
+  the busiest group: under uniform routing the number of its experts touched is a binomial
+  count, and the model takes the expected largest of ``ep`` of them (a normal approximation with
+  Blom's plotting position), times ``routing_skew``, capped at what the group holds.
+
+Every other shared weight (embeddings, dense layers, shared experts) is split across the chips.
+
+Each operator (attention projections, attention over the cache, the other shared weights, the
+routed experts) takes the longer of its compute and memory times (:func:`roof`); the operators
+run one after another, so their times add. Each layer also costs ``layer_latency_us``, and each
+collective ``collective_latency_us`` plus its bytes over the link (scale-up within
+``scale_up_domain`` chips, scale-out beyond). Tensor parallelism all-reduces activations twice a
+layer; data-parallel attention dispatches tokens to their experts and combines them back in each
+MoE layer (FP8 out, BF16 back).
+
+Units: bytes, FLOPs and seconds. Arguments broadcast over NumPy arrays, layouts included, so one
+call evaluates a whole sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from perwatt import checks
+from perwatt.specs import DEFAULTS, Assumptions, Chip, ModelSpec
+
+SPEC, DEVICE, ASSUMED = checks.kind(ModelSpec), checks.kind(Chip), checks.kind(Assumptions)
+#: Bytes per activation element exchanged by tensor-parallel all-reduces (BF16).
+ACTIVATION_BYTES = 2.0
+#: Bytes per element a token carries to its experts (FP8) and back from them (BF16).
+DISPATCH_BYTES, COMBINE_BYTES = 1.0, 2.0
+OPERATORS = ("attention_weights", "attention", "shared", "experts")
+PHASES = ("decode", "prefill")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one instance spreads a model over its chips (see the module docstring)."""
+
+    chips: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+
+    def __post_init__(self) -> None:
+        checks.integer("chips", self.chips, maximum=checks.MAX_CHIPS)
+        checks.integer("ep", self.ep, maximum=self.chips)
+        checks.flag("dp_attention", self.dp_attention)
+        if self.chips % self.ep:
+            raise ValueError(f"ep must divide chips: {self.ep} expert groups cannot split {self.chips} chips")
+
+    @property
+    def label(self) -> str:
+        attention = "DP attention" if self.dp_attention else "TP attention"
+        return f"{self.chips} chips, EP{self.ep}, {attention}"
+
+
+def _layout_arrays(chips, ep, dp_attention):
+    chips = checks.array("chips", chips, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
+    ep = checks.array("ep", ep, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
+    dp = np.asarray(dp_attention, dtype=bool)
+    if np.any(np.fmod(chips, ep) != 0):
+        raise ValueError("ep must divide chips in every layout")
+    return chips, ep, dp
+
+
+def expected_max_z(groups) -> np.ndarray:
+    """The expected largest of ``groups`` standard normal draws, by Blom's approximation
+    Φ⁻¹((n − 0.375) / (n + 0.25)); 0 for one group."""
+    n = np.asarray(groups, dtype=float)
+    return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
+
+
+def busiest_group_experts(spec: ModelSpec, tokens, ep, skew: float = 1.0) -> np.ndarray:
+    """Distinct routed experts the busiest of ``ep`` expert groups reads, per MoE layer, when
+    ``tokens`` tokens each pick ``active_experts`` of ``routed_experts`` uniformly."""
+    tokens = np.asarray(tokens, dtype=float)
+    ep = np.asarray(ep, dtype=float)
+    if not spec.is_moe:
+        return np.zeros(np.broadcast(tokens, ep).shape)
+    held = spec.routed_experts / ep
+    p = 1.0 - (1.0 - spec.active_experts / spec.routed_experts) ** tokens
+    mean = held * p
+    spread = np.sqrt(held * p * (1.0 - p))
+    return np.minimum(held, (mean + expected_max_z(ep) * spread) * skew)
+
+
+def roof(flops, nbytes, peak_flops_s: float, bandwidth_bytes_s: float, assumptions: Assumptions):
+    """Seconds for one operator: the longer of its compute and memory times, plus ``1 − overlap``
+    of the shorter."""
+    compute = flops / (peak_flops_s * assumptions.compute_efficiency)
+    memory = nbytes / (bandwidth_bytes_s * assumptions.bandwidth_efficiency)
+    return np.maximum(compute, memory) + (1.0 - assumptions.overlap) * np.minimum(compute, memory)
+
+
+def _kv_layer_bytes(spec: ModelSpec, context, kv_bits: float):
+    """KV-cache bytes one sequence holds per layer at ``context`` tokens."""
+    context = np.asarray(context, dtype=float)
+    per = kv_bits / 8
+    if spec.attention == "mla":
+        return (spec.kv_lora_rank + spec.qk_rope_head_dim) * per * context
+    heads = spec.kv_heads if spec.attention == "gqa" else spec.query_heads
+    kept = (1 - spec.window_layer_fraction) * context + spec.window_layer_fraction * np.minimum(
+        context, spec.window_tokens if spec.window_layer_fraction else context)
+    return 2 * heads * spec.head_dim * per * kept
+
+
+def _attention_flops(spec: ModelSpec, context, phase: str):
+    """Attention FLOPs per layer for one token attending to ``context`` tokens. Decode runs MLA
+    absorbed (scores and values over the latent); prefill runs it expanded, with per-head keys
+    and values, as prefill kernels do."""
+    context = np.asarray(context, dtype=float)
+    if spec.attention == "mla":
+        width = (2 * spec.kv_lora_rank + spec.qk_rope_head_dim if phase == "decode"
+                 else 2 * spec.head_dim + spec.qk_rope_head_dim)
+        return 2 * spec.query_heads * width * context
+    seen = (1 - spec.window_layer_fraction) * context + spec.window_layer_fraction * np.minimum(
+        context, spec.window_tokens if spec.window_layer_fraction else context)
+    return 4 * spec.query_heads * spec.head_dim * seen
+
+
+def _kv_split(spec: ModelSpec, chips, dp):
+    """How many ways tensor-parallel attention splits one sequence's cache."""
+    if spec.attention == "mla":
+        return np.ones_like(chips)
+    heads = spec.kv_heads if spec.attention == "gqa" else spec.query_heads
+    return np.where(dp, 1.0, np.minimum(chips, heads))
+
+
+def weight_bytes_per_chip(spec: ModelSpec, chips, ep, dp_attention):
+    """Bytes of weights each chip holds under a layout."""
+    chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
+    other = spec.other_weight_bits / 8
+    attention = spec.attention_params * other / np.where(dp, 1.0, chips)
+    shared = (spec.shared_params - spec.attention_params) * other / chips
+    experts = spec.per_expert_params * spec.routed_experts * spec.expert_weight_bits / 8 / chips
+    return attention + shared + experts
+
+
+@checks.validated(spec=SPEC, sequences=checks.BATCH, context=checks.CONTEXT, assumptions=ASSUMED)
+def memory_per_chip(spec: ModelSpec, chips, ep, dp_attention, sequences, context,
+                    assumptions: Assumptions = DEFAULTS):
+    """Bytes each chip needs: its weights plus the caches it holds at ``context`` tokens."""
+    chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
+    cache = spec.layers * _kv_layer_bytes(spec, context, assumptions.kv_bits)
+    held = np.where(dp, np.ceil(sequences / chips), sequences / _kv_split(spec, chips, dp))
+    return weight_bytes_per_chip(spec, chips, ep, dp) + held * cache
+
+
+def link_bytes_s(device: Chip, chips) -> np.ndarray:
+    """Per-chip collective bandwidth: scale-up inside the domain, scale-out beyond it (NaN where
+    the scale-out bandwidth is unpublished)."""
+    chips = np.asarray(chips, dtype=float)
+    return np.where(chips <= device.scale_up_domain, device.scale_up_bytes_s, device.scale_out_bytes_s)
+
+
+@checks.validated(spec=SPEC, device=DEVICE, sequences=checks.BATCH, context=checks.CONTEXT,
+                  tokens_per_sequence=checks.rule(checks.tokens, minimum=1.0),
+                  phase=checks.rule(checks.choice, PHASES), assumptions=ASSUMED)
+def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, dp_attention=False,
+              tokens_per_sequence=1, phase: str = "decode", assumptions: Assumptions = DEFAULTS) -> dict:
+    """Seconds for one forward pass, by part: a dict of arrays with one entry per operator in
+    :data:`OPERATORS`, ``"fixed"`` (per-layer latency), ``"collectives"`` and ``"total"``.
+
+    Decode: each of ``sequences`` sequences adds ``tokens_per_sequence`` tokens (more than one
+    when a pass verifies drafted tokens) attending to ``context`` cached tokens. Prefill: each
+    sequence is a prompt of ``tokens_per_sequence`` tokens, attending causally (mean context half
+    the prompt, plus ``context`` tokens cached before it) and writing its cache.
+    """
+    chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
+    b = np.asarray(sequences, dtype=float)
+    q = np.asarray(tokens_per_sequence, dtype=float)
+    context = np.asarray(context, dtype=float)
+    bw = device.bandwidth_bytes_s
+    other_peak = device.peak_for_bits(max(spec.other_weight_bits, 8.0))
+    expert_peak = device.peak_for_bits(spec.expert_compute_bits)
+    attention_peak = device.peak_for_bits(16.0)
+    tokens = b * q
+    mine = np.where(dp, np.ceil(b / chips), b)  # sequences whose attention one chip computes
+    token_share = np.where(dp, mine * q, tokens / chips)
+    layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
+
+    other_bytes = spec.other_weight_bits / 8
+    attention_weights = roof(2 * spec.attention_params / layers * token_share,
+                             spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips),
+                             other_peak, bw, assumptions)
+    attended = context + (q / 2 if phase == "prefill" else 0.0)
+    kv_read = _kv_layer_bytes(spec, context + (q if phase == "prefill" else 0.0), assumptions.kv_bits)
+    cache_share = np.where(dp, mine, b / _kv_split(spec, chips, dp))
+    attention = roof(_attention_flops(spec, attended, phase) * token_share,
+                     cache_share * kv_read, attention_peak, bw, assumptions)
+    shared_params = spec.shared_params - spec.attention_params
+    shared_layers = roof(2 * shared_params / layers * tokens / chips,
+                         shared_params / layers * other_bytes / chips, other_peak, bw, assumptions)
+    if moe_layers:
+        per_expert = spec.per_expert_params / moe_layers
+        touched = busiest_group_experts(spec, tokens, ep, assumptions.routing_skew)
+        experts = roof(2 * per_expert * tokens * spec.active_experts / chips,
+                       touched * per_expert * spec.expert_weight_bits / 8 / (chips / ep),
+                       expert_peak, bw, assumptions)
+    else:
+        experts = np.zeros_like(attention)
+
+    link = link_bytes_s(device, chips) * assumptions.link_efficiency
+    alpha = assumptions.collective_latency_us * 1e-6
+    hidden = spec.hidden_size
+    all_reduce = alpha + 2 * (chips - 1) / chips * tokens * hidden * ACTIVATION_BYTES / link
+    exchange = 2 * alpha + (mine * q * spec.active_experts * hidden * (DISPATCH_BYTES + COMBINE_BYTES)
+                            * (ep - 1) / ep) / link
+    per_layer = np.where(dp, np.where(ep > 1, exchange * (moe_layers / layers), 2 * all_reduce), 2 * all_reduce)
+    collectives = np.where(chips > 1, layers * per_layer, 0.0)
+    if np.any(np.isnan(collectives)):
+        raise ValueError(f"chips: {device.label}'s bandwidth beyond its {device.scale_up_domain}-chip domain "
+                         "is not published, so an instance cannot span more chips than that")
+
+    parts = {
+        "attention_weights": layers * attention_weights,
+        "attention": layers * attention,
+        "shared": layers * shared_layers,
+        "experts": moe_layers * experts,
+        "fixed": np.full(np.shape(attention), layers * assumptions.layer_latency_us * 1e-6),
+        "collectives": collectives,
+    }
+    parts = {k: np.broadcast_to(v, np.broadcast(*parts.values()).shape).astype(float) for k, v in parts.items()}
+    parts["total"] = sum(parts.values())
+    return parts
