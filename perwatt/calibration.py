@@ -47,8 +47,23 @@ TARGETS = {"total_tokens_per_s_per_gpu": "throughput per GPU", "median_interacti
 TRAINING_CHIPS = ("b200", "h200")
 
 
+#: Columns of data/inferencex_dsr1.csv the model reads.
+NEEDED = ("point_id", "workload", "hardware", "framework", "precision", "spec_method", "disagg", "concurrency",
+          "prefill_gpus", "decode_gpus", "prefill_ep", "prefill_dp_attention", "prefill_workers", "decode_tp",
+          "decode_ep", "decode_dp_attention", "decode_workers", *TARGETS)
+
+
+def _table(table) -> pd.DataFrame:
+    checks.instance("table", table, pd.DataFrame)
+    missing = [c for c in NEEDED if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks the columns {missing} of data/inferencex_dsr1.csv")
+    return table
+
+
 def usable(table: pd.DataFrame) -> pd.Series:
-    """True for rows the model can be run on; the reason where it cannot ("" where it can)."""
+    """The reason the model cannot be run on each row ("" where it can)."""
+    table = _table(table)
     reason = pd.Series("", index=table.index)
     unclear = table["disagg"] & ((table["prefill_workers"] < 1) | (table["decode_workers"] < 1))
     reason[unclear] = "disaggregated, but the snapshot lists no workers, so the pools' sizes are unclear"
@@ -63,6 +78,9 @@ def predict(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
             mtp_tokens_per_pass: float = MTP_TOKENS_PER_PASS) -> pd.DataFrame:
     """The model's total tokens/s per GPU and tokens/s per user for each usable row, in a frame
     indexed like ``table`` (rows that cannot be predicted are NaN in both; see :func:`usable`)."""
+    table = _table(table)
+    checks.instance("assumptions", assumptions, Assumptions)
+    checks.scalar("mtp_tokens_per_pass", mtp_tokens_per_pass, minimum=1.0, maximum=MTP_DRAFTS + 1.0)
     out = pd.DataFrame(np.nan, index=table.index, columns=list(TARGETS))
     ok = table[usable(table) == ""]
     for (hardware, precision, workload), rows in ok.groupby(["hardware", "precision", "workload"]):
@@ -106,6 +124,7 @@ def _apply(values, base: Assumptions) -> tuple[Assumptions, float]:
 def fit(table: pd.DataFrame, base: Assumptions = DEFAULTS) -> tuple[Assumptions, float]:
     """The assumptions and MTP tokens per pass that minimise the squared log errors of both
     targets over the usable rows of ``table``; everything not in :data:`FREE` stays as in ``base``."""
+    checks.instance("base", base, Assumptions)
     rows = table[usable(table) == ""]
     if len(rows) < len(FREE):
         raise ValueError(f"table: at least {len(FREE)} usable rows are needed to fit, got {len(rows)}")
@@ -144,7 +163,12 @@ CONCURRENCY_BANDS = (0, 8, 64, 512, np.inf)
 
 def error_summary(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     """Median and worst absolute error (%) and the count of points, per target and per ``by``
-    (a column of :func:`errors`, or ``"concurrency band"``)."""
+    (a column of :func:`errors`, or ``"concurrency band"``; ``"target"`` for one row per target)."""
+    checks.instance("frame", frame, pd.DataFrame)
+    for column in ("target", "error_pct", "concurrency"):
+        if column not in frame.columns:
+            raise ValueError(f"frame must be a frame of calibration.errors, which has a {column!r} column")
+    checks.instance("by", by, str)
     frame = frame.copy()
     if by == "concurrency band":
         frame[by] = pd.cut(frame["concurrency"], CONCURRENCY_BANDS, right=True,
@@ -152,7 +176,7 @@ def error_summary(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     elif by not in frame.columns:
         raise ValueError(f"by must be a column of the errors frame or 'concurrency band', got {by!r}")
     frame["abs_error_pct"] = frame["error_pct"].abs()
-    grouped = frame.groupby(["target", by], sort=False)["abs_error_pct"]
+    grouped = frame.groupby(["target"] if by == "target" else ["target", by], sort=False)["abs_error_pct"]
     return grouped.agg(points="size", median_abs_error_pct="median", worst_abs_error_pct="max").reset_index()
 
 

@@ -18,7 +18,7 @@ An instance is ``chips`` chips serving ``sequences`` sequences together. Its lay
 Every other shared weight (embeddings, dense layers, shared experts) is split across the chips.
 
 Each operator (attention projections, attention over the cache, the other shared weights, the
-routed experts) takes the longer of its compute and memory times (:func:`roof`); the operators
+routed experts) takes the longer of its compute and memory times (``_roof``); the operators
 run one after another, so their times add. Each layer also costs ``layer_latency_us``, and each
 collective ``collective_latency_us`` plus its bytes over the link (scale-up within
 ``scale_up_domain`` chips, scale-out beyond). Tensor parallelism all-reduces activations twice a
@@ -81,10 +81,12 @@ def _layout_arrays(chips, ep, dp_attention):
 def expected_max_z(groups) -> np.ndarray:
     """The expected largest of ``groups`` standard normal draws, by Blom's approximation
     Φ⁻¹((n − 0.375) / (n + 0.25)); 0 for one group."""
-    n = np.asarray(groups, dtype=float)
+    n = checks.array("groups", groups, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
 
+@checks.validated(spec=SPEC, tokens=checks.CONTEXT, ep=checks.CHIPS,
+                  skew=checks.rule(checks.scalar, minimum=1.0, maximum=100.0))
 def busiest_group_experts(spec: ModelSpec, tokens, ep, skew: float = 1.0) -> np.ndarray:
     """Distinct routed experts the busiest of ``ep`` expert groups reads, per MoE layer, when
     ``tokens`` tokens each pick ``active_experts`` of ``routed_experts`` uniformly."""
@@ -99,7 +101,7 @@ def busiest_group_experts(spec: ModelSpec, tokens, ep, skew: float = 1.0) -> np.
     return np.minimum(held, (mean + expected_max_z(ep) * spread) * skew)
 
 
-def roof(flops, nbytes, peak_flops_s: float, bandwidth_bytes_s: float, assumptions: Assumptions):
+def _roof(flops, nbytes, peak_flops_s: float, bandwidth_bytes_s: float, assumptions: Assumptions):
     """Seconds for one operator: the longer of its compute and memory times, plus ``1 − overlap``
     of the shorter."""
     compute = flops / (peak_flops_s * assumptions.compute_efficiency)
@@ -141,6 +143,7 @@ def _kv_split(spec: ModelSpec, chips, dp):
     return np.where(dp, 1.0, np.minimum(chips, heads))
 
 
+@checks.validated(spec=SPEC)
 def weight_bytes_per_chip(spec: ModelSpec, chips, ep, dp_attention):
     """Bytes of weights each chip holds under a layout."""
     chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
@@ -161,6 +164,7 @@ def memory_per_chip(spec: ModelSpec, chips, ep, dp_attention, sequences, context
     return weight_bytes_per_chip(spec, chips, ep, dp) + held * cache
 
 
+@checks.validated(device=DEVICE, chips=checks.CHIPS)
 def link_bytes_s(device: Chip, chips) -> np.ndarray:
     """Per-chip collective bandwidth: scale-up inside the domain, scale-out beyond it (NaN where
     the scale-out bandwidth is unpublished)."""
@@ -195,21 +199,21 @@ def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
     layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
 
     other_bytes = spec.other_weight_bits / 8
-    attention_weights = roof(2 * spec.attention_params / layers * token_share,
+    attention_weights = _roof(2 * spec.attention_params / layers * token_share,
                              spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips),
                              other_peak, bw, assumptions)
     attended = context + (q / 2 if phase == "prefill" else 0.0)
     kv_read = _kv_layer_bytes(spec, context + (q if phase == "prefill" else 0.0), assumptions.kv_bits)
     cache_share = np.where(dp, mine, b / _kv_split(spec, chips, dp))
-    attention = roof(_attention_flops(spec, attended, phase) * token_share,
+    attention = _roof(_attention_flops(spec, attended, phase) * token_share,
                      cache_share * kv_read, attention_peak, bw, assumptions)
     shared_params = spec.shared_params - spec.attention_params
-    shared_layers = roof(2 * shared_params / layers * tokens / chips,
+    shared_layers = _roof(2 * shared_params / layers * tokens / chips,
                          shared_params / layers * other_bytes / chips, other_peak, bw, assumptions)
     if moe_layers:
         per_expert = spec.per_expert_params / moe_layers
         touched = busiest_group_experts(spec, tokens, ep, assumptions.routing_skew)
-        experts = roof(2 * per_expert * tokens * spec.active_experts / chips,
+        experts = _roof(2 * per_expert * tokens * spec.active_experts / chips,
                        touched * per_expert * spec.expert_weight_bits / 8 / (chips / ep),
                        expert_peak, bw, assumptions)
     else:

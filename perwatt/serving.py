@@ -130,6 +130,7 @@ def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, pr
 BATCHES = tuple(2 ** i for i in range(15))
 
 
+@checks.validated(spec=SPEC, device=DEVICE)
 def layouts(spec: ModelSpec, device: Chip) -> pd.DataFrame:
     """Candidate layouts for one chip: powers of two up to four scale-up domains (only the domain
     where the scale-out bandwidth is unpublished), the domain's own size, and for each, experts

@@ -28,14 +28,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from perwatt import accounting, agents, fleet, load, metrics, roofline, serving, specs, speculative
+from perwatt import accounting, agents, calibration, catalog, fleet, load, metrics, parallel, roofline, serving, specs, speculative
 
-MODULES = (metrics, accounting, specs, roofline, serving, speculative, agents, load, fleet)
+MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, speculative, agents, load, fleet)
 #: Public callables left out, each with the reason.
 SKIP = {
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
                        "through model_spec and every function that takes one",
     "specs.Chip": "a record that specs.chip fills from the validated data/accelerators.csv; fuzzed through chip",
+    "calibration.fit": "a least-squares fit taking seconds a call; its arguments are calibration.predict's, which "
+                       "is fuzzed, and tests/test_calibration.py runs it on the real data",
 }
 #: Words an error may use for a parameter: a name given as ``name`` is a model's or an accelerator's.
 ALIASES = {"name": ("model", "accelerator"), "workload_name": ("workload",)}
@@ -45,6 +47,8 @@ PROFILE = agents.SystemProfile(1e-4, 0.01, 0.05)
 WORK = fleet.Workload("w", 1024, 1024, 10.0, 100.0)
 CHIP = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0})
 LLAMA = ("llama-3.1-8b", "h100")
+#: A few measured InferenceX rows, single-pool and disaggregated, with and without MTP.
+MEASURED = catalog.measured().iloc[[0, 3, 150, 200, 300]].reset_index(drop=True)
 
 #: One call of every public callable that must succeed: the values each parameter is drawn around.
 GOOD = {
@@ -66,7 +70,8 @@ GOOD = {
     "accounting.same_overhead_comparison": dict(published_basis="jalapeno_measured"),
     "accounting.hardware_and_energy_cost": dict(price_usd_per_kwh=0.08, pue=1.0, energy_basis="chip_rated"),
     "specs.Assumptions": dict(bandwidth_efficiency=0.7, compute_efficiency=0.5, overlap=0.5, kv_bits=8.0,
-                              usable_hbm_fraction=0.8),
+                              usable_hbm_fraction=0.8, layer_latency_us=50.0, collective_latency_us=5.0,
+                              link_efficiency=0.8, routing_skew=1.2),
     "specs.model_spec": dict(name="deepseek-r1"),
     "specs.chip": dict(name="h100"),
     "specs.known_chips": {},
@@ -89,11 +94,34 @@ GOOD = {
                                  assumptions=roofline.DEFAULTS, tokens_per_sequence=1),
     "roofline.roofline_points": dict(model="deepseek-r1", accelerator="h100", batch=4, isl=2048.0, osl=512.0,
                                      precision="fp8"),
-    "serving.serve": dict(spec=SPEC, device=DEVICE, batch=4, isl=1024, osl=256, assumptions=roofline.DEFAULTS),
+    "serving.serve": dict(spec=SPEC, device=DEVICE, batch=4, isl=1024, osl=256, assumptions=roofline.DEFAULTS,
+                          chips=8, ep=8, dp_attention=True, drafts=2, tokens_per_pass=2.0),
+    "serving.serve_disaggregated": dict(spec=SPEC, device=DEVICE, concurrency=64, isl=1024, osl=256, prefill_chips=8,
+                                        decode_chips=8, prefill_workers=1, decode_workers=2, prefill_ep=1,
+                                        decode_ep=8, prefill_dp_attention=False, decode_dp_attention=True,
+                                        drafts=1, tokens_per_pass=1.5, assumptions=roofline.DEFAULTS),
+    "serving.layouts": dict(spec=SPEC, device=DEVICE),
+    "serving.sweep": dict(model="deepseek-r1", accelerator="b200", precision="fp4", isl=1024.0, osl=512.0,
+                          assumptions=roofline.DEFAULTS, batches=(1, 64), drafts=1, tokens_per_pass=1.8),
+    "parallel.Layout": dict(chips=8, ep=4, dp_attention=True),
+    "parallel.expected_max_z": dict(groups=8),
+    "parallel.busiest_group_experts": dict(spec=SPEC, tokens=16, ep=8, skew=1.2),
+    "parallel.weight_bytes_per_chip": dict(spec=SPEC, chips=8, ep=8, dp_attention=True),
+    "parallel.memory_per_chip": dict(spec=SPEC, chips=8, ep=8, dp_attention=False, sequences=4, context=2048,
+                                     assumptions=roofline.DEFAULTS),
+    "parallel.link_bytes_s": dict(device=DEVICE, chips=16),
+    "parallel.pass_time": dict(spec=SPEC, device=DEVICE, sequences=4, context=1024, chips=8, ep=8, dp_attention=True,
+                               tokens_per_sequence=2, phase="decode", assumptions=roofline.DEFAULTS),
+    "calibration.usable": dict(table=MEASURED),
+    "calibration.predict": dict(table=MEASURED, assumptions=roofline.DEFAULTS, mtp_tokens_per_pass=2.0),
+    "calibration.errors": dict(table=MEASURED, assumptions=roofline.DEFAULTS, mtp_tokens_per_pass=2.0),
+    "calibration.error_summary": dict(frame=calibration.errors(MEASURED), by="hardware"),
+    "calibration.split": dict(table=MEASURED),
     "serving.pareto_efficient": dict(x=[1.0, 2.0, 3.0], y=[3.0, 1.0, 2.0]),
     "serving.batch_list": dict(batches=[1, 2, 4]),
     "serving.frontier": dict(model="gpt-oss-120b", accelerator="gb200", precision="as_released", isl=1024.0,
-                             osl=512.0, assumptions=roofline.DEFAULTS, batches=(1, 8, 64)),
+                             osl=512.0, assumptions=roofline.DEFAULTS, batches=(1, 8, 64), drafts=0,
+                             tokens_per_pass=1.0),
     "serving.required_bandwidth": dict(model="gpt-oss-120b", tokens_per_s_per_user=100.0, context=8704,
                                        precision="bf16", kv_bits=16.0),
     "serving.decode_time_on": dict(model="llama-3.1-8b", accelerator="h100", chips=1, precision="bf16", batch=1,
@@ -143,6 +171,9 @@ MAY_BE_NAN = {
     "accounting.implied_chip_throughput": {"power_w", "tokens_per_s"},
     "accounting.per_chip_comparison": {"jalapeno_tokens_per_s", "baseline_tokens_per_s", "ratio", "more_chips_pct"},
     "serving.validation": {"isl_tokens", "osl_tokens"},
+    "calibration.predict": {"total_tokens_per_s_per_gpu", "median_interactivity"},
+    "calibration.split": {"avg_power_w", "joules_per_output_token", "joules_per_total_token",
+                          "input_tokens_per_s_per_prefill_gpu", "output_tokens_per_s_per_decode_gpu"},
     "speculative.crossover_batch": {"result"},
     "speculative.batch_frame": {"crossover_batch"},
     "fleet.assign": {"workload_usd_per_million_tokens", "workload_kwh_per_million_tokens"},
@@ -155,7 +186,9 @@ ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {
     "roofline.chips_needed", "roofline.phase_time", "roofline.prefill_time", "roofline.decode_time",
     "serving.required_bandwidth", "speculative.expected_tokens", "speculative.speedup",
     "speculative.unexplained_factor", "speculative.best_gamma", "agents.task", "serving.serve",
-    "speculative.batch_speedup", "load.joules_per_output_token"}
+    "speculative.batch_speedup", "load.joules_per_output_token", "parallel.busiest_group_experts",
+    "parallel.expected_max_z", "parallel.link_bytes_s", "parallel.weight_bytes_per_chip", "parallel.memory_per_chip",
+    "parallel.pass_time", "serving.serve_disaggregated"}
 TIME_LIMIT_S = 20
 
 

@@ -1,0 +1,90 @@
+"""The serving model against measured InferenceX points: the fit, the held-out errors, the rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perwatt import calibration, catalog, roofline, serving
+
+TABLE = catalog.measured()
+
+
+def test_only_rows_with_an_unclear_layout_are_left_out_and_each_says_why():
+    reason = calibration.usable(TABLE)
+    left_out = TABLE[reason != ""]
+    assert len(TABLE) == 435 and len(left_out) == 8
+    assert (left_out["disagg"] & (left_out["decode_workers"] == 0)).all()
+    assert reason[reason != ""].str.contains("no workers").all()
+    predicted = calibration.predict(TABLE)
+    assert predicted.loc[left_out.index].isna().all().all()
+    assert predicted.drop(left_out.index).notna().all().all()
+
+
+def test_a_single_pool_row_is_predicted_by_serve_on_its_own_layout():
+    row = TABLE[(TABLE["hardware"] == "b200") & ~TABLE["disagg"] & (TABLE["spec_method"] == "mtp")
+                & (TABLE["decode_ep"] > 1)].iloc[0]
+    drawn = catalog.lengths(row["workload"])
+    spec = roofline.model_spec("deepseek-r1").with_precision("fp4" if row["precision"] == "fp4" else "as_released")
+    direct = serving.serve(spec, roofline.chip("b200"), row["concurrency"], drawn.isl_mean, drawn.osl_mean,
+                           chips=row["decode_tp"], ep=row["decode_ep"], dp_attention=row["decode_dp_attention"],
+                           drafts=calibration.MTP_DRAFTS, tokens_per_pass=calibration.MTP_TOKENS_PER_PASS)
+    got = calibration.predict(TABLE.loc[[row.name]]).iloc[0]
+    assert got["total_tokens_per_s_per_gpu"] == pytest.approx(float(direct["total_tokens_per_s_per_chip"]))
+    assert got["median_interactivity"] == pytest.approx(float(direct["tokens_per_s_per_user"]))
+
+
+def test_a_disaggregated_row_is_predicted_from_its_pools():
+    row = TABLE[(TABLE["hardware"] == "gb200") & TABLE["disagg"] & (TABLE["decode_workers"] == 1)
+                & (TABLE["prefill_workers"] > 1)].iloc[0]
+    drawn = catalog.lengths(row["workload"])
+    p_chips = row["prefill_gpus"] // row["prefill_workers"]
+    direct = serving.serve_disaggregated(
+        roofline.model_spec("deepseek-r1").with_precision("fp4" if row["precision"] == "fp4" else "as_released"),
+        roofline.chip("gb200"), row["concurrency"], drawn.isl_mean, drawn.osl_mean, p_chips, row["decode_gpus"],
+        row["prefill_workers"], 1, np.gcd(row["prefill_ep"], p_chips), np.gcd(row["decode_ep"], row["decode_gpus"]),
+        row["prefill_dp_attention"], row["decode_dp_attention"],
+        calibration.MTP_DRAFTS if row["spec_method"] == "mtp" else 0,
+        calibration.MTP_TOKENS_PER_PASS if row["spec_method"] == "mtp" else 1.0)
+    got = calibration.predict(TABLE.loc[[row.name]]).iloc[0]
+    assert got["total_tokens_per_s_per_gpu"] == pytest.approx(float(direct["total_tokens_per_s_per_chip"]))
+
+
+def test_held_out_chips_meet_the_25_percent_target_overall_and_the_summary_adds_up():
+    frame = calibration.errors(TABLE)
+    held = frame[frame["held_out"]]
+    overall = calibration.error_summary(held, "target").set_index("target")
+    assert (overall["median_abs_error_pct"] <= 25).all()
+    assert set(held["hardware"]) == set(TABLE["hardware"]) - set(calibration.TRAINING_CHIPS)
+    by_band = calibration.error_summary(held, "concurrency band")
+    assert by_band.groupby("target")["points"].sum().tolist() == [len(held) // 2] * 2
+    by_chip = calibration.error_summary(held, "hardware")
+    assert by_chip["worst_abs_error_pct"].max() == pytest.approx(held["error_pct"].abs().max())
+
+
+def test_the_model_is_least_wrong_where_it_was_fitted():
+    frame = calibration.errors(TABLE)
+    medians = frame.assign(a=frame["error_pct"].abs()).groupby("held_out")["a"].median()
+    assert medians[False] < medians[True]
+
+
+@pytest.mark.slow
+def test_the_defaults_are_the_fit_to_the_training_chips():
+    training, _ = calibration.split(TABLE)
+    fitted, accepted = calibration.fit(training)
+    for name in calibration.FREE:
+        if name == "mtp_tokens_per_pass":
+            assert accepted == pytest.approx(calibration.MTP_TOKENS_PER_PASS, rel=0.01)
+        elif name == "collective_latency_us":
+            assert getattr(fitted, name) == pytest.approx(getattr(roofline.DEFAULTS, name), abs=0.5)
+        else:
+            assert getattr(fitted, name) == pytest.approx(getattr(roofline.DEFAULTS, name), rel=0.01), name
+
+
+def test_bad_tables_are_refused_by_name():
+    with pytest.raises(ValueError, match="table"):
+        calibration.predict(TABLE.drop(columns=["decode_ep"]))
+    with pytest.raises(ValueError, match="mtp_tokens_per_pass"):
+        calibration.predict(TABLE.head(2), mtp_tokens_per_pass=9.0)
+    with pytest.raises(ValueError, match="by"):
+        calibration.error_summary(calibration.errors(TABLE.head(3)), "colour")
