@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from perwatt import catalog, checks, serving
+from perwatt import catalog, checks, data, serving
 from perwatt.specs import DEFAULTS, Assumptions, chip, model_spec
 
 #: Drafted tokens per MTP pass assumed for every MTP run (the snapshot does not record it; three
@@ -43,6 +43,8 @@ FREE = {
     "mtp_tokens_per_pass": (1.0, MTP_DRAFTS + 1.0),
 }
 TARGETS = {"total_tokens_per_s_per_gpu": "throughput per GPU", "median_interactivity": "tokens/s per user"}
+#: The book's target for the median absolute error on held-out points, per cent.
+TARGET_PCT = 25
 #: Chips whose rows train the fit by default; every other chip's rows are held out.
 TRAINING_CHIPS = ("b200", "h200")
 
@@ -155,7 +157,14 @@ def errors(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
     out = pd.concat(parts, ignore_index=True)
     out["error_pct"] = (out["modelled"] / out["measured"] - 1) * 100
     out["held_out"] = ~out["hardware"].isin(TRAINING_CHIPS)
+    out["chip"] = out["hardware"].map(catalog.accelerator_label)
     return out
+
+
+@data.cached
+def measured_errors() -> pd.DataFrame:
+    """:func:`errors` on every measured point at the calibrated defaults (computed once per data folder)."""
+    return errors(catalog.measured())
 
 
 CONCURRENCY_BANDS = (0, 8, 64, 512, np.inf)

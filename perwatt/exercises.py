@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import accounting, agents, benchmark, catalog, data, figures, fleet, metrics, roofline, serving, speculative
+from perwatt import (accounting, agents, benchmark, calibration, catalog, data, figures, fleet, metrics, roofline,
+                     serving, speculative)
 
 
 def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
@@ -95,18 +96,36 @@ def prefill_ex_predict() -> dict:
 
 
 def prefill_ex_kimi() -> dict:
-    """GB300s in one Kimi K2.5 instance at batch 1 on the table's workload, and the per-user rate it reaches."""
-    row = serving.frontier("kimi-k2.5", "gb300").set_index("batch").loc[1]
-    return {"chips": row["chips"], "rate": row["tokens_per_s_per_user"]}
+    """The fastest point per user on Kimi K2.5's GB300 frontier (table workload): its chips per
+    instance, layout and rate; and the rate at batch 1 on the fewest chips that hold the model."""
+    best = serving.frontier("kimi-k2.5", "gb300").iloc[0]
+    spec, device = roofline.model_spec("kimi-k2.5"), roofline.chip("gb300")
+    drawn = catalog.lengths()
+    fewest = serving.serve(spec, device, 1, drawn.isl_mean, drawn.osl_mean)
+    return {"chips": best["chips"], "ep": best["ep"], "dp": bool(best["dp_attention"]), "batch": best["batch"],
+            "rate": best["tokens_per_s_per_user"], "fewest_chips": float(fewest["chips"]),
+            "fewest_rate": float(fewest["tokens_per_s_per_user"])}
 
 
-def prefill_ex_calibrate(step: float = 0.01) -> dict:
-    """The bandwidth efficiency, in steps of ``step``, that brings the mean validation error nearest zero."""
-    efficiencies = np.round(np.arange(0.40, 0.90 + step / 2, step), 2)
-    errors = np.array([serving.validation(roofline.Assumptions(bandwidth_efficiency=e))["error_pct"].mean()
-                       for e in efficiencies])
-    best = int(np.argmin(np.abs(errors)))
-    return {"eff": efficiencies[best], "err": errors[best]}
+def prefill_ex_calibrate(step: float = 0.1) -> dict:
+    """The fixed cost per layer, in steps of ``step`` of the fitted value, that brings the median
+    error of the dense-model measurements nearest zero, and what it does to the held-out InferenceX
+    error (median absolute, %, both targets pooled)."""
+    fitted = roofline.DEFAULTS.layer_latency_us
+    scales = np.round(np.arange(step, 1.0 + step / 2, step), 2)
+    dense = serving.validation()
+    dense = dense["model"].str.startswith("llama")
+    medians = []
+    for scale in scales:
+        assumed = roofline.Assumptions(layer_latency_us=fitted * scale)
+        medians.append(float(serving.validation(assumed)["error_pct"][dense].median()))
+    best = int(np.argmin(np.abs(medians)))
+    assumed = roofline.Assumptions(layer_latency_us=fitted * scales[best])
+    frame = calibration.errors(catalog.measured(), assumed)
+    held = frame[frame["held_out"]]["error_pct"].abs().median()
+    base = calibration.measured_errors()
+    return {"fitted_us": fitted, "best_us": fitted * scales[best], "dense_err": medians[best],
+            "held_out_before": float(base[base["held_out"]]["error_pct"].abs().median()), "held_out_after": float(held)}
 
 
 def spec_ex_best(alpha: float = 0.8, cheap: float = 0.05, costly: float = 0.4) -> dict:
@@ -130,6 +149,20 @@ def spec_ex_crossover(gamma_to: int = 1) -> dict:
     return {"gamma_from": gamma_from, "gamma_to": gamma_to,
             "b1_long": float(long["speedup"].iloc[0]), "b1_short": float(short["speedup"].iloc[0]),
             "cross_long": float(long["crossover_batch"].iloc[0]), "cross_short": float(short["crossover_batch"].iloc[0])}
+
+
+def spec_ex_profile(drafts: int = 3) -> dict:
+    """From TensorRT-LLM's measured tokens per pass at one to ``drafts`` MTP layers: the chance
+    that the first two drafts are both accepted, and the tokens per pass independent acceptance
+    fitted to one draft predicts at ``drafts``, against the measured value."""
+    table = data.load("mtp_acceptance").set_index("mtp_layers")["tokens_per_pass"]
+    measured = table.loc[1:drafts].to_numpy(float)
+    profile = speculative.prefix_acceptance(measured)
+    alpha = speculative.fitted_alpha(measured[0])
+    return {"drafts": drafts, "a1": float(measured[0]), "a2": float(measured[1]), "a_last": float(measured[-1]),
+            "both": float(profile[1]), "third": float(profile[2]), "alpha": alpha,
+            "independent": float(speculative.expected_tokens(alpha, drafts)),
+            "independent_both": alpha ** 2}
 
 
 def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
@@ -167,7 +200,7 @@ def agents_ex_minute(output_tokens: int = 1024, gap_s: float = 60.0) -> dict:
             "calls": int(np.floor(gap_s / per_call)) + 1}
 
 
-def agents_ex_tail(p99_limit_s: float = 2.0, caps: tuple[int, int] = (1, 16)) -> dict:
+def agents_ex_tail(p99_limit_s: float = 5.0, caps: tuple[int, int] = (1, 16)) -> dict:
     """The highest arrival rate on the figure's grid with p99 under the limit, for two batch caps."""
     idle = catalog.assumption("idle_power_fraction")
     out = {"limit": p99_limit_s, "cap_lo": caps[0], "cap_hi": caps[1]}
@@ -193,24 +226,33 @@ def fleet_ex_mix() -> dict:
 
 
 def fleet_ex_parity() -> dict:
-    """The plan with Jalapeño at parity per watt with GB200, and why: cost per million output tokens."""
+    """The plan with Jalapeño at parity per watt with GB200, against a fleet with no Jalapeño, and
+    why: each chip's cost per million output tokens of each workload."""
     share, target, price = _fleet_defaults()
     parity = fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0)
-    plan = fleet.scenario(share, target, price, parity)
+    without = fleet.JalapenoAssumptions(supply_chips=0)
+    plan, none = fleet.scenario(share, target, price, parity), fleet.scenario(share, target, price, without)
     relaxed = fleet.scenario(share, target, price, parity, integral=False)
+    relaxed_none = fleet.scenario(share, target, price, without, integral=False)
     workloads = fleet.scenario_workloads(share, target)
     hardware = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
     hardware[catalog.CANDIDATE] = fleet.jalapeno_profile(fleet.MODEL, workloads, parity)
-    agent = workloads[1]
 
-    def usd_per_million(name: str) -> float:
+    def usd_per_million(name: str, workload: str) -> float:
         h = hardware[name]
-        return fleet.hourly_cost(h, price, catalog.facility_pue()) / (h.capacity[agent.name] * 3600 / 1e6)
+        return fleet.hourly_cost(h, price, catalog.facility_pue()) / (h.capacity[workload] * 3600 / 1e6)
 
-    return {"jal": plan.query("hardware == 'jalapeno'")["chips"].sum(), "total": plan["total_usd_per_hour"].iloc[0],
-            "jal_relaxed": relaxed.query("hardware == 'jalapeno'")["chips"].sum(),
-            "jal_cost": usd_per_million(catalog.CANDIDATE), "b200_cost": usd_per_million("b200"),
-            "gb200_cost": usd_per_million("gb200")}
+    total, total_none = plan["total_usd_per_hour"].iloc[0], none["total_usd_per_hour"].iloc[0]
+    return {"jal": plan.query("hardware == 'jalapeno'")["chips"].sum(), "total": total, "none": total_none,
+            "saving": total_none - total, "saving_pct": (1 - total / total_none) * 100,
+            # To the cent, so that a solver's 1e-12 below zero does not print as −0.00.
+            "relaxed_saving": round(relaxed_none["total_usd_per_hour"].iloc[0] - relaxed["total_usd_per_hour"].iloc[0],
+                                    2) + 0.0,
+            "gb200_instance": hardware["gb200"].chips_per_instance("agent"),
+            "jal_cost": usd_per_million(catalog.CANDIDATE, "agent"), "b200_cost": usd_per_million("b200", "agent"),
+            "gb200_cost": usd_per_million("gb200", "agent"),
+            "jal_chat_cost": usd_per_million(catalog.CANDIDATE, "chat"),
+            "b200_chat_cost": usd_per_million("b200", "chat"), "gb200_chat_cost": usd_per_million("gb200", "chat")}
 
 
 def fleet_ex_supply(supply: float = 100_000) -> dict:

@@ -27,7 +27,8 @@ DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
 ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
 
 
-def _prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep, dp, assumptions: Assumptions):
+@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, chips=checks.CHIPS, assumptions=ASSUMED)
+def prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep=1, dp=False, assumptions: Assumptions = DEFAULTS):
     """Seconds of an instance's time per prompt prefilled: under data-parallel attention each chip
     takes its own prompt, so a pass prefills ``chips`` prompts at once."""
     together = np.where(np.asarray(dp, dtype=bool), np.asarray(chips, dtype=float), 1.0)
@@ -66,7 +67,7 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
     chips = np.asarray(chips, dtype=float)
     memory = parallel.memory_per_chip(spec, chips, ep, dp_attention, batch, isl + osl, assumptions)
     fits = memory <= device.hbm_bytes * assumptions.usable_hbm_fraction
-    t_prefill = _prefill_per_prompt(spec, device, isl, chips, ep, dp_attention, assumptions)
+    t_prefill = prefill_per_prompt(spec, device, isl, chips, ep, dp_attention, assumptions)
     t_pass = _decode_pass(spec, device, batch, context, chips, ep, dp_attention, drafts, assumptions)
     accepted = np.asarray(tokens_per_pass, dtype=float)
     tpot = (t_pass + batch * t_prefill * accepted / osl) / accepted
@@ -105,7 +106,7 @@ def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, pr
     concurrency, isl, osl = (np.asarray(v, dtype=float) for v in (concurrency, isl, osl))
     n_prefill = np.asarray(prefill_chips, dtype=float) * prefill_workers
     n_decode = np.asarray(decode_chips, dtype=float) * decode_workers
-    t_prefill = _prefill_per_prompt(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention, assumptions)
+    t_prefill = prefill_per_prompt(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention, assumptions)
     per_worker = np.maximum(1.0, np.ceil(concurrency / decode_workers))
     t_pass = _decode_pass(spec, device, per_worker, isl + osl / 2, decode_chips, decode_ep, decode_dp_attention,
                           drafts, assumptions)

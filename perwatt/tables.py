@@ -299,3 +299,39 @@ def validation(frame: pd.DataFrame) -> Styler:
         "Each measurement's evidence column says which parts of its setup the source states.",
         table_id="validation",
     )
+
+
+def calibration(summary: pd.DataFrame, by: str, heading: str, table_id: str) -> Styler:
+    """The serving model's errors on measured InferenceX points, one row per target and ``by`` group."""
+    return styled(
+        summary,
+        {
+            "target": Column("Compared"),
+            by: Column(heading),
+            "points": Column("Points", "{:,.0f}"),
+            "median_abs_error_pct": Column("Median error", "{:.0f} %", "derived"),
+            "worst_abs_error_pct": Column("Worst error", "{:,.0f} %", "derived"),
+        },
+        caption="Absolute error of the calibrated serving model against measured InferenceX DeepSeek-R1 points "
+        "(|modelled ÷ measured − 1|), held-out chips only unless the table says otherwise.",
+        table_id=table_id,
+    )
+
+
+def energy_split(frame: pd.DataFrame) -> Styler:
+    """A request's energy in two parts per workload (see :func:`perwatt.instruments.energy_split`)."""
+    return styled(
+        frame,
+        {
+            "workload": Column("Workload"),
+            "chips": Column("Chips per instance", "{:.0f}", "derived"),
+            "batch": Column("Sequences per instance", "{:,.0f}", "derived"),
+            "j_per_input_token": Column("J per input token", "{:.3f}", "derived"),
+            "j_per_output_token": Column("J per output token", "{:.3f}", "derived"),
+            "j_per_token": Column("J per token of either kind", "{:.3f}", "derived"),
+            "prefill_share_pct": Column("Prefill's share of a request's energy", "{:.0f} %", "derived"),
+        },
+        caption="Energy at rated power per input (prefilled) and per output (decoded) token, DeepSeek R1 on GB300s, "
+        "at the serving model's highest-throughput layout for each workload.",
+        table_id="energy-split",
+    )

@@ -101,6 +101,8 @@ GOOD = {
                                         decode_ep=8, prefill_dp_attention=False, decode_dp_attention=True,
                                         drafts=1, tokens_per_pass=1.5, assumptions=roofline.DEFAULTS),
     "serving.layouts": dict(spec=SPEC, device=DEVICE),
+    "serving.prefill_per_prompt": dict(spec=SPEC, device=DEVICE, isl=2048, chips=8, ep=8, dp=True,
+                                       assumptions=roofline.DEFAULTS),
     "serving.sweep": dict(model="deepseek-r1", accelerator="b200", precision="fp4", isl=1024.0, osl=512.0,
                           assumptions=roofline.DEFAULTS, batches=(1, 64), drafts=1, tokens_per_pass=1.8),
     "parallel.Layout": dict(chips=8, ep=4, dp_attention=True),
@@ -117,6 +119,7 @@ GOOD = {
     "calibration.errors": dict(table=MEASURED, assumptions=roofline.DEFAULTS, mtp_tokens_per_pass=2.0),
     "calibration.error_summary": dict(frame=calibration.errors(MEASURED), by="hardware"),
     "calibration.split": dict(table=MEASURED),
+    "calibration.measured_errors": {},
     "serving.pareto_efficient": dict(x=[1.0, 2.0, 3.0], y=[3.0, 1.0, 2.0]),
     "serving.batch_list": dict(batches=[1, 2, 4]),
     "serving.frontier": dict(model="gpt-oss-120b", accelerator="gb200", precision="as_released", isl=1024.0,
@@ -188,7 +191,7 @@ ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {
     "speculative.unexplained_factor", "speculative.best_gamma", "agents.task", "serving.serve",
     "speculative.batch_speedup", "load.joules_per_output_token", "parallel.busiest_group_experts",
     "parallel.expected_max_z", "parallel.link_bytes_s", "parallel.weight_bytes_per_chip", "parallel.memory_per_chip",
-    "parallel.pass_time", "serving.serve_disaggregated"}
+    "parallel.pass_time", "serving.serve_disaggregated", "serving.prefill_per_prompt"}
 TIME_LIMIT_S = 20
 
 

@@ -24,7 +24,6 @@ CHAPTERS = sorted((REPO / "chapters").glob("*.md"))
 NOT_QUOTATIONS = {
     "bring your own numbers": "the title of one of this book's own sections",
     "within input rounding": "one of this book's own rounding verdicts",
-    "validating": "scare quotes: the exercise asks why it is not a validation",
     "≈": "the symbol the table prints before each ratio",
     "x times better per watt": "the generic form of the claim the checklist is for",
 }

@@ -106,8 +106,11 @@ def test_validation_errors_follow_from_the_formula():
     assert table.loc["vllm-8b-h100", "measured_tpot_ms"] == pytest.approx(1000 / 133)
     assert table.loc["vllm-8b-h100", "error_pct"] == pytest.approx((seconds * 1000 / (1000 / 133) - 1) * 100)
     # A known failure, stated in chapter 3: the fixed cost per layer, fitted to DeepSeek's MoE layers,
-    # is too high for these small dense models, so the model is slower than every one of them.
-    assert (table["error_pct"] > 20).all()
+    # is too high for these small dense models, so the model is slower than every one of them; on
+    # TensorRT-LLM's DeepSeek R1 at batch 1 (not in the fit) it is within the book's 25 %.
+    dense = table[table["model"].str.startswith("llama")]
+    assert len(dense) == 3 and (dense["error_pct"] > 20).all()
+    assert abs(table.loc["trtllm-r1-8xb200", "error_pct"]) <= 25
 
 
 def test_jalapeno_cannot_be_modelled_and_says_why():

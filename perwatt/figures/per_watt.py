@@ -89,30 +89,36 @@ def energy_cost() -> InteractiveFigure:
         ships=("model_label", "system_label", "kwh_per_million_tokens"))
 
 
+def sketch_points() -> pd.DataFrame:
+    """The sketch's frontier (see :func:`perwatt.serving.frontier`) with three operating points
+    named: the fastest per user, the middle of the curve, and the busiest per chip."""
+    curve = serving.frontier(*SKETCH).sort_values("tokens_per_s_per_user", ascending=False).reset_index(drop=True)
+    picks = {0: "few users, fast each", len(curve) // 2: "in between", len(curve) - 1: "many users, slow each"}
+    return curve.assign(name=curve.index.map(picks))
+
+
 def operating_points_sketch() -> alt.LayerChart:
-    """A small static chart: one model on one chip traced over batch sizes, three operating points
-    named, to show what "an operating point" means before the book measures anything at one."""
-    curve = serving.frontier(*SKETCH)
-    curve = curve[curve["efficient"]]
-    named = curve[curve["batch"].isin(SKETCH_POINTS)].assign(
-        name=lambda f: f["batch"].map(dict(zip(SKETCH_POINTS, ("few users, fast each", "in between",
-                                                               "many users, slow each")))))
+    """A small static chart: one model on one chip traced over batch sizes and layouts, three operating
+    points named, to show what "an operating point" means before the book measures anything at one."""
+    curve = sketch_points()
+    named = curve[curve["name"].notna()]
     x = alt.X("tokens_per_s_per_user:Q", title="Speed per user, tokens/s (log)", scale=alt.Scale(type="log"))
     y = alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip (log)",
               scale=alt.Scale(type="log"))
-    line = alt.Chart(curve).mark_line(color=SYSTEM_COLOURS["GB200"]).encode(x=x, y=y, order="batch:Q")
+    line = alt.Chart(curve.drop(columns=["name"])).mark_line(color=SYSTEM_COLOURS["GB200"]).encode(
+        x=x, y=y, order="tokens_per_s_per_user:Q")
     points = alt.Chart(named).mark_point(filled=True, size=90, color="black").encode(x=x, y=y)
     labels = alt.Chart(named).mark_text(align="left", dx=8, dy=-8, fontSize=12).encode(x=x, y=y, text="name:N")
     chart = framed(alt.layer(line, points, labels), "Three operating points of one system",
-                   f"{SKETCH[0]} on {SKETCH[1].upper()}s, per chip, modelled; each point is a batch size.", 360, 200)
-    table = named[["name", "batch", "tokens_per_s_per_user", "output_tokens_per_s_per_chip"]]
+                   f"{SKETCH[0]} on {SKETCH[1].upper()}s, per chip, modelled; each point is a batch and a layout.",
+                   360, 200)
+    table = named[["name", "chips", "batch", "tokens_per_s_per_user", "output_tokens_per_s_per_chip"]]
     return chart.properties(
         description="Line chart: throughput per chip against speed per user for one model on one kind of chip "
-                    "as the batch grows (large batches span several chips), with three operating points marked: few users served fast, a middle point, and "
-                    "many users served slowly.",
+                    "as the batch grows and the instance's layout changes, with three operating points marked: few "
+                    "users served fast, a middle point, and many users served slowly.",
         usermeta={"perwatt": {"table": render.table_meta(table)}})
 
 
-#: The system and batch sizes the operating-point sketch uses.
+#: The model and chip the operating-point sketch uses.
 SKETCH = ("gpt-oss-120b", "gb200")
-SKETCH_POINTS = (1, 32, 1024)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from perwatt import catalog, data, serving
+from perwatt import calibration, catalog, data, serving
 from perwatt import roofline as roofline_model
 from perwatt.figures.kit import (PHASE_COLOURS, ROOF_COLOUR, SYSTEM_COLOURS, accelerator_control, colour, figure, framed,
                                  log_scale, model_control, model_order, precision_control, tooltips)
 from perwatt.interactive import Control, InteractiveFigure
+
+
+#: Batch sizes the roofline figure offers: one to 1,024, where decode climbs towards the ridge.
+ROOFLINE_BATCHES = tuple(2 ** i for i in range(11))
 
 
 def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
@@ -46,16 +50,19 @@ def roofline() -> InteractiveFigure:
     placed on it."""
     return InteractiveFigure(
         controls=(model_control(), accelerator_control(),
-                  Control("batch", "Decode batch size:", serving.BATCHES, 1, "select")),
+                  Control("batch", "Decode batch size:", ROOFLINE_BATCHES, 1, "select")),
         compute=roofline_frame, draw=_draw_roofline,
         keys=("series", "point"), values=("intensity", "tflops"), ships=("label", "bound"))
 
 
 def frontier_frame(model: str, accelerator: str, precision: str, workload: str) -> pd.DataFrame:
-    """The frontier of one model on one chip: the batch sizes no other batch beats on both axes."""
-    w = catalog.workload(workload)
-    frame = serving.frontier(model, accelerator, precision, float(w["isl_tokens"]), float(w["osl_tokens"]))
-    return frame[frame["efficient"]].reset_index(drop=True)
+    """The frontier of one model on one chip: the layouts and batch sizes no other beats on both axes."""
+    drawn = catalog.lengths(workload)
+    frame = serving.frontier(model, accelerator, precision, drawn.isl_mean, drawn.osl_mean)
+    attention = frame["dp_attention"].map({True: "DP", False: "TP"})
+    frame["layout"] = (frame["chips"].astype(int).astype(str) + " chips, EP" + frame["ep"].astype(int).astype(str)
+                       + ", " + attention + " attention")
+    return frame.drop(columns=["dp_attention", "efficient"])
 
 
 def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -63,29 +70,30 @@ def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
               scale=log_scale(grid["tokens_per_s_per_user"], 1.3))
     y = alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip (log)",
               scale=log_scale(grid["output_tokens_per_s_per_chip"], 1.3))
-    tooltip = tooltips(("batch:Q", "Batch"), ("chips:Q", "Chips per instance"),
+    tooltip = tooltips(("layout:N", "Instance"), ("batch:Q", "Sequences per instance"),
                        ("tokens_per_s_per_user:Q", "Tokens/s per user", ",.0f"),
                        ("output_tokens_per_s_per_chip:Q", "Output tokens/s per chip", ",.0f"),
                        ("ttft_s:Q", "Mean TTFT, s", ".2f"), ("joules_per_output_token:Q", "J per output token", ".3f"))
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60), color=SYSTEM_COLOURS["GB200"]).encode(
-        x=x, y=y, order="batch:Q", tooltip=tooltip)
-    labels = base.transform_filter("indexof([1, 8, 64, 512], datum.batch) >= 0").mark_text(
-        align="left", dx=7, dy=-7, fontSize=11).encode(x=x, y=y, text=alt.Text("batch:Q", format="d"))
-    return framed(alt.layer(line, labels), "Throughput against interactivity across batch sizes",
-                  ["Each point is a batch size (some labelled). Up and right is better.",
-                   "Batch sizes beaten on both axes by another are left out."], 460, 280)
+        x=x, y=y, order="tokens_per_s_per_user:Q", tooltip=tooltip)
+    labels = base.transform_filter("indexof([1, 8, 64, 512, 4096], datum.batch) >= 0").mark_text(
+        align="left", dx=7, dy=-7, fontSize=11).encode(x=x, y=y, text="chips_label:N")
+    chart = alt.layer(line, labels).transform_calculate(chips_label="format(datum.chips, 'd') + ' chips'")
+    return framed(chart, "Throughput against interactivity across layouts and batch sizes",
+                  ["Each point is an instance layout and a batch (some labelled by chips). Up and right is better.",
+                   "Points beaten on both axes by another layout or batch are left out."], 460, 280)
 
 
 @figure
 def frontier() -> InteractiveFigure:
     """Line chart on log-log axes: output tokens per second per chip against tokens per second per user,
-    one point per batch size from 1 to 1,024 that no other batch size beats on both, for the chosen
-    model, accelerator, weight precision and workload."""
+    one point per instance layout and batch size that no other beats on both, for the chosen model,
+    accelerator, weight precision and workload."""
     return InteractiveFigure(
         controls=(model_control(), accelerator_control(), precision_control(),
                   Control("workload", "Workload (input/output):", tuple(data.load("workloads")["workload"]),
                           catalog.table_workload(), "select")),
-        compute=frontier_frame, draw=_draw_frontier, keys=("batch",),
+        compute=frontier_frame, draw=_draw_frontier, keys=("layout", "batch"),
         values=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
         ships=("chips", "ttft_s", "joules_per_output_token"),
         frontier=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"))
@@ -125,3 +133,43 @@ def implied_bandwidth() -> InteractiveFigure:
                           ("weights only", "weights and the KV cache of a mean 8k/1k request"))),
         compute=implied_bandwidth_frame, draw=_draw_implied_bandwidth,
         keys=("model",), values=("required_tb_s", "hbm_equivalents"), ships=("model_label", "interactivity", "reference_tb_s"))
+
+
+def calibration_frame(target: str) -> pd.DataFrame:
+    """Each measured InferenceX point's error for one target, with its chip and whether the fit saw it."""
+    frame = calibration.measured_errors()
+    frame = frame[frame["target"] == calibration.TARGETS[target]].reset_index(drop=True)
+    frame["set"] = frame["held_out"].map({True: "held out", False: "fitted on"})
+    frame["ratio"] = frame["modelled"] / frame["measured"]
+    return frame[["point_id", "chip", "set", "framework", "precision", "spec_method", "concurrency", "workload",
+                  "measured", "modelled", "ratio", "error_pct"]]
+
+
+def _draw_calibration(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    x = alt.X("ratio:Q", title="Modelled ÷ measured (log)", scale=log_scale(grid["ratio"], 1.2))
+    y = alt.Y("chip:N", title=None, sort=sorted(grid["chip"].unique()))
+    tooltip = tooltips(("point_id:N", "Point"), ("chip:N", "Chip"), ("framework:N", "Engine"),
+                       ("precision:N", "Precision"), ("spec_method:N", "Speculation"), ("concurrency:Q", "Concurrency"),
+                       ("workload:N", "Workload"), ("measured:Q", "Measured", ",.1f"),
+                       ("modelled:Q", "Modelled", ",.1f"), ("error_pct:Q", "Error, %", "+.0f"))
+    points = base.mark_tick(thickness=2, size=14, opacity=0.7).encode(
+        x=x, y=y, color=colour("set", "Points", {"fitted on": "#64748b", "held out": "#c2410c"}), tooltip=tooltip)
+    within = calibration.TARGET_PCT / 100
+    band = base.transform_aggregate(points="count()").mark_rect(opacity=0.12, color="#15803d").encode(
+        x=alt.datum(1 - within, scale=log_scale(grid["ratio"], 1.2)), x2=alt.datum(1 + within))
+    return framed(alt.layer(band, points), f"The serving model against {grid['point_id'].nunique()} measured InferenceX points",
+                  [f"One tick per point: modelled ÷ measured. Shaded: within {calibration.TARGET_PCT} %.",
+                   "Fitted on B200 and H200; every other chip is held out."], 460, alt.Step(22))
+
+
+@figure
+def calibration_errors() -> InteractiveFigure:
+    """Strip chart: for each accelerator, one tick per measured InferenceX DeepSeek-R1 point at the
+    ratio of the serving model's prediction to the measurement, on a log axis, with the band within
+    25 % shaded and the points the fit saw told apart from the held-out ones, for the chosen target."""
+    return InteractiveFigure(
+        controls=(Control("target", "Compare:", tuple(calibration.TARGETS), "total_tokens_per_s_per_gpu", "radio",
+                          tuple(calibration.TARGETS.values())),),
+        compute=calibration_frame, draw=_draw_calibration, keys=("point_id",), values=("ratio", "error_pct"),
+        ships=("chip", "set", "framework", "precision", "spec_method", "concurrency", "workload", "measured",
+               "modelled"))
