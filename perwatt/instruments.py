@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks, data, serving
+from perwatt import catalog, checks, data, parallel, power, serving
 from perwatt.specs import DEFAULTS, TERA, Assumptions, chip, known_chips, model_spec
 
 ASSUMED = checks.kind(Assumptions)
@@ -133,9 +133,10 @@ WORKLOADS = ("1k/1k", "8k/1k", "1k/8k")
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, assumptions=ASSUMED)
 def energy_split(model: str, accelerator: str, assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
-    """A request's energy at rated power in two parts, per workload, at the serving model's
-    highest-throughput configuration for that workload: joules per input token (prefill), per
-    output token (decode), per token of either kind, and prefill's share of a request's energy."""
+    """A request's energy in two parts, per workload, at the serving model's highest-throughput
+    configuration for that workload: joules per input token (prefill), per output token (decode),
+    per token of either kind, and prefill's share of a request's energy, at rated power; and the
+    watts and joules per token of each phase under :mod:`perwatt.power`'s fitted model."""
     device = chip(accelerator)
     rows = []
     for name in WORKLOADS:
@@ -149,10 +150,19 @@ def energy_split(model: str, accelerator: str, assumptions: Assumptions = DEFAUL
         watts = device.power_w * layout[0]
         j_in = watts * prefill_s / drawn.isl_mean
         j_out = watts * step_s / best["batch"]
+        together = layout[0] if layout[2] else 1.0
+        prefill_w = float(power.phase_watts(device, parallel.pass_work(
+            spec, device, together, 0.0, *layout, drawn.isl_mean, "prefill", assumptions), prefill_s * together))
+        decode_w = float(power.phase_watts(device, parallel.pass_work(
+            spec, device, best["batch"], drawn.isl_mean + drawn.osl_mean / 2, *layout, 1, "decode", assumptions),
+            step_s))
         request_in, request_out = j_in * drawn.isl_mean, j_out * drawn.osl_mean
         rows.append({"workload": name, "isl_mean": drawn.isl_mean, "osl_mean": drawn.osl_mean,
                      "chips": int(best["chips"]), "batch": int(best["batch"]),
                      "j_per_input_token": j_in, "j_per_output_token": j_out,
                      "j_per_token": (request_in + request_out) / (drawn.isl_mean + drawn.osl_mean),
-                     "prefill_share_pct": request_in / (request_in + request_out) * 100})
+                     "prefill_share_pct": request_in / (request_in + request_out) * 100,
+                     "prefill_w_modelled": prefill_w, "decode_w_modelled": decode_w,
+                     "j_per_input_token_modelled": j_in * prefill_w / device.power_w,
+                     "j_per_output_token_modelled": j_out * decode_w / device.power_w})
     return pd.DataFrame(rows)

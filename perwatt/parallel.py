@@ -69,9 +69,12 @@ class Layout:
         return f"{self.chips} chips, EP{self.ep}, {attention}"
 
 
+LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS}
+
+
 def _layout_arrays(chips, ep, dp_attention):
-    chips = checks.array("chips", chips, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
-    ep = checks.array("ep", ep, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
+    """The layout as arrays; ``chips`` and ``ep`` are already checked whole numbers (see :data:`LAYOUT`)."""
+    chips, ep = np.asarray(chips, dtype=float), np.asarray(ep, dtype=float)
     dp = np.asarray(dp_attention, dtype=bool)
     if np.any(np.fmod(chips, ep) != 0):
         raise ValueError("ep must divide chips in every layout")
@@ -143,7 +146,7 @@ def _kv_split(spec: ModelSpec, chips, dp):
     return np.where(dp, 1.0, np.minimum(chips, heads))
 
 
-@checks.validated(spec=SPEC)
+@checks.validated(spec=SPEC, **LAYOUT)
 def weight_bytes_per_chip(spec: ModelSpec, chips, ep, dp_attention):
     """Bytes of weights each chip holds under a layout."""
     chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
@@ -154,14 +157,14 @@ def weight_bytes_per_chip(spec: ModelSpec, chips, ep, dp_attention):
     return attention + shared + experts
 
 
-@checks.validated(spec=SPEC, sequences=checks.BATCH, context=checks.CONTEXT, assumptions=ASSUMED)
+@checks.validated(spec=SPEC, sequences=checks.BATCH, context=checks.CONTEXT, assumptions=ASSUMED, **LAYOUT)
 def memory_per_chip(spec: ModelSpec, chips, ep, dp_attention, sequences, context,
                     assumptions: Assumptions = DEFAULTS):
     """Bytes each chip needs: its weights plus the caches it holds at ``context`` tokens."""
     chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
     cache = spec.layers * _kv_layer_bytes(spec, context, assumptions.kv_bits)
     held = np.where(dp, np.ceil(sequences / chips), sequences / _kv_split(spec, chips, dp))
-    return weight_bytes_per_chip(spec, chips, ep, dp) + held * cache
+    return weight_bytes_per_chip.unchecked(spec, chips, ep, dp) + held * cache
 
 
 @checks.validated(device=DEVICE, chips=checks.CHIPS)
@@ -172,9 +175,40 @@ def link_bytes_s(device: Chip, chips) -> np.ndarray:
     return np.where(chips <= device.scale_up_domain, device.scale_up_bytes_s, device.scale_out_bytes_s)
 
 
+def _operators(spec: ModelSpec, device: Chip, b, context, chips, ep, dp, q, phase: str, assumptions: Assumptions):
+    """Per operator: (FLOPs per chip per layer, bytes per chip per layer, peak FLOP/s, layers it runs in)."""
+    tokens = b * q
+    mine = np.where(dp, np.ceil(b / chips), b)  # sequences whose attention one chip computes
+    token_share = np.where(dp, mine * q, tokens / chips)
+    layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
+    other_peak = device.peak_for_bits(max(spec.other_weight_bits, 8.0))
+    other_bytes = spec.other_weight_bits / 8
+    attended = context + (q / 2 if phase == "prefill" else 0.0)
+    kv_read = _kv_layer_bytes(spec, context + (q if phase == "prefill" else 0.0), assumptions.kv_bits)
+    cache_share = np.where(dp, mine, b / _kv_split(spec, chips, dp))
+    shared_params = spec.shared_params - spec.attention_params
+    ops = {
+        "attention_weights": (2 * spec.attention_params / layers * token_share,
+                              spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips), other_peak, layers),
+        "attention": (_attention_flops(spec, attended, phase) * token_share, cache_share * kv_read,
+                      device.peak_for_bits(16.0), layers),
+        "shared": (2 * shared_params / layers * tokens / chips, shared_params / layers * other_bytes / chips,
+                   other_peak, layers),
+    }
+    if moe_layers:
+        per_expert = spec.per_expert_params / moe_layers
+        touched = busiest_group_experts.unchecked(spec, tokens, ep, assumptions.routing_skew)
+        ops["experts"] = (2 * per_expert * tokens * spec.active_experts / chips,
+                          touched * per_expert * spec.expert_weight_bits / 8 / (chips / ep),
+                          device.peak_for_bits(spec.expert_compute_bits), moe_layers)
+    else:
+        ops["experts"] = (0.0, 0.0, other_peak, 0)
+    return ops, tokens, mine
+
+
 @checks.validated(spec=SPEC, device=DEVICE, sequences=checks.BATCH, context=checks.CONTEXT,
                   tokens_per_sequence=checks.rule(checks.tokens, minimum=1.0),
-                  phase=checks.rule(checks.choice, PHASES), assumptions=ASSUMED)
+                  phase=checks.rule(checks.choice, PHASES), assumptions=ASSUMED, **LAYOUT)
 def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, dp_attention=False,
               tokens_per_sequence=1, phase: str = "decode", assumptions: Assumptions = DEFAULTS) -> dict:
     """Seconds for one forward pass, by part: a dict of arrays with one entry per operator in
@@ -189,39 +223,14 @@ def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
     b = np.asarray(sequences, dtype=float)
     q = np.asarray(tokens_per_sequence, dtype=float)
     context = np.asarray(context, dtype=float)
+    ops, tokens, mine = _operators(spec, device, b, context, chips, ep, dp, q, phase, assumptions)
     bw = device.bandwidth_bytes_s
-    other_peak = device.peak_for_bits(max(spec.other_weight_bits, 8.0))
-    expert_peak = device.peak_for_bits(spec.expert_compute_bits)
-    attention_peak = device.peak_for_bits(16.0)
-    tokens = b * q
-    mine = np.where(dp, np.ceil(b / chips), b)  # sequences whose attention one chip computes
-    token_share = np.where(dp, mine * q, tokens / chips)
+    timed = {name: count * _roof(flops, nbytes, peak, bw, assumptions) for name, (flops, nbytes, peak, count) in ops.items()}
     layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
-
-    other_bytes = spec.other_weight_bits / 8
-    attention_weights = _roof(2 * spec.attention_params / layers * token_share,
-                             spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips),
-                             other_peak, bw, assumptions)
-    attended = context + (q / 2 if phase == "prefill" else 0.0)
-    kv_read = _kv_layer_bytes(spec, context + (q if phase == "prefill" else 0.0), assumptions.kv_bits)
-    cache_share = np.where(dp, mine, b / _kv_split(spec, chips, dp))
-    attention = _roof(_attention_flops(spec, attended, phase) * token_share,
-                     cache_share * kv_read, attention_peak, bw, assumptions)
-    shared_params = spec.shared_params - spec.attention_params
-    shared_layers = _roof(2 * shared_params / layers * tokens / chips,
-                         shared_params / layers * other_bytes / chips, other_peak, bw, assumptions)
-    if moe_layers:
-        per_expert = spec.per_expert_params / moe_layers
-        touched = busiest_group_experts(spec, tokens, ep, assumptions.routing_skew)
-        experts = _roof(2 * per_expert * tokens * spec.active_experts / chips,
-                       touched * per_expert * spec.expert_weight_bits / 8 / (chips / ep),
-                       expert_peak, bw, assumptions)
-    else:
-        experts = np.zeros_like(attention)
-
-    link = link_bytes_s(device, chips) * assumptions.link_efficiency
-    alpha = assumptions.collective_latency_us * 1e-6
     hidden = spec.hidden_size
+
+    link = link_bytes_s.unchecked(device, chips) * assumptions.link_efficiency
+    alpha = assumptions.collective_latency_us * 1e-6
     all_reduce = alpha + 2 * (chips - 1) / chips * tokens * hidden * ACTIVATION_BYTES / link
     exchange = 2 * alpha + (mine * q * spec.active_experts * hidden * (DISPATCH_BYTES + COMBINE_BYTES)
                             * (ep - 1) / ep) / link
@@ -231,14 +240,23 @@ def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
         raise ValueError(f"chips: {device.label}'s bandwidth beyond its {device.scale_up_domain}-chip domain "
                          "is not published, so an instance cannot span more chips than that")
 
-    parts = {
-        "attention_weights": layers * attention_weights,
-        "attention": layers * attention,
-        "shared": layers * shared_layers,
-        "experts": moe_layers * experts,
-        "fixed": np.full(np.shape(attention), layers * assumptions.layer_latency_us * 1e-6),
-        "collectives": collectives,
-    }
-    parts = {k: np.broadcast_to(v, np.broadcast(*parts.values()).shape).astype(float) for k, v in parts.items()}
+    parts = {**timed, "fixed": np.asarray(layers * assumptions.layer_latency_us * 1e-6), "collectives": collectives}
+    # Views, not copies: at a million configurations a copy of each part would cost more than the arithmetic.
+    shape = np.broadcast(*parts.values()).shape
+    parts = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in parts.items()}
     parts["total"] = sum(parts.values())
     return parts
+
+
+@checks.validated(spec=SPEC, device=DEVICE, sequences=checks.BATCH, context=checks.CONTEXT,
+                  tokens_per_sequence=checks.rule(checks.tokens, minimum=1.0),
+                  phase=checks.rule(checks.choice, PHASES), assumptions=ASSUMED, **LAYOUT)
+def pass_work(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, dp_attention=False,
+              tokens_per_sequence=1, phase: str = "decode", assumptions: Assumptions = DEFAULTS) -> dict:
+    """FLOPs and HBM bytes one chip does in the pass :func:`pass_time` times (the busiest chip's,
+    where the chips' shares differ): a dict with ``"flops"`` and ``"bytes"``."""
+    chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
+    ops, _, _ = _operators(spec, device, np.asarray(sequences, dtype=float), np.asarray(context, dtype=float),
+                           chips, ep, dp, np.asarray(tokens_per_sequence, dtype=float), phase, assumptions)
+    return {"flops": sum(count * np.asarray(f) for f, _, _, count in ops.values()),
+            "bytes": sum(count * np.asarray(n) for _, n, _, count in ops.values())}

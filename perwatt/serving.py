@@ -32,21 +32,25 @@ def prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep=1, dp=False
     """Seconds of an instance's time per prompt prefilled: under data-parallel attention each chip
     takes its own prompt, so a pass prefills ``chips`` prompts at once."""
     together = np.where(np.asarray(dp, dtype=bool), np.asarray(chips, dtype=float), 1.0)
-    return parallel.pass_time(spec, device, together, 0.0, chips, ep, dp, isl, "prefill", assumptions)["total"] / together
+    passed = parallel.pass_time.unchecked(spec, device, together, 0.0, chips, ep, dp, isl, "prefill", assumptions)
+    return passed["total"] / together
 
 
 def _decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep, dp, drafts, assumptions: Assumptions):
     """Seconds per decode pass: the target verifies ``drafts + 1`` tokens per sequence, after
     ``drafts`` sequential draft steps, each priced as one more layer (an MTP module is one layer)."""
     drafts = np.asarray(drafts, dtype=float)
-    verify = parallel.pass_time(spec, device, batch, context, chips, ep, dp, drafts + 1, "decode", assumptions)["total"]
-    one = parallel.pass_time(spec, device, batch, context, chips, ep, dp, 1, "decode", assumptions)["total"]
+    verify = parallel.pass_time.unchecked(spec, device, batch, context, chips, ep, dp, drafts + 1, "decode",
+                                          assumptions)["total"]
+    if not drafts.any():  # no drafting anywhere: skip pricing a draft step nobody takes
+        return verify
+    one = parallel.pass_time.unchecked(spec, device, batch, context, chips, ep, dp, 1, "decode", assumptions)["total"]
     return verify + drafts * one / spec.layers
 
 
 @checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
-                  assumptions=ASSUMED, chips=checks.rule(checks.optional, checks.CHIPS), drafts=DRAFTS,
-                  tokens_per_pass=ACCEPTED)
+                  assumptions=ASSUMED, chips=checks.rule(checks.optional, checks.CHIPS), ep=checks.CHIPS,
+                  drafts=DRAFTS, tokens_per_pass=ACCEPTED)
 def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS, chips=None, ep=1,
           dp_attention=False, drafts=0, tokens_per_pass=1.0) -> dict:
     """One operating point of a single pool that prefills and decodes (arrays broadcast).
@@ -64,10 +68,10 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
     context = isl + osl / 2
     if chips is None:
         chips = chips_needed(spec, device, batch, isl + osl, assumptions)
-    chips = np.asarray(chips, dtype=float)
-    memory = parallel.memory_per_chip(spec, chips, ep, dp_attention, batch, isl + osl, assumptions)
+    chips, dp_attention = np.asarray(chips, dtype=float), np.asarray(dp_attention, dtype=bool)
+    memory = parallel.memory_per_chip.unchecked(spec, chips, ep, dp_attention, batch, isl + osl, assumptions)
     fits = memory <= device.hbm_bytes * assumptions.usable_hbm_fraction
-    t_prefill = prefill_per_prompt(spec, device, isl, chips, ep, dp_attention, assumptions)
+    t_prefill = prefill_per_prompt.unchecked(spec, device, isl, chips, ep, dp_attention, assumptions)
     t_pass = _decode_pass(spec, device, batch, context, chips, ep, dp_attention, drafts, assumptions)
     accepted = np.asarray(tokens_per_pass, dtype=float)
     tpot = (t_pass + batch * t_prefill * accepted / osl) / accepted

@@ -330,8 +330,11 @@ def energy_split(frame: pd.DataFrame) -> Styler:
             "j_per_output_token": Column("J per output token", "{:.3f}", "derived"),
             "j_per_token": Column("J per token of either kind", "{:.3f}", "derived"),
             "prefill_share_pct": Column("Prefill's share of a request's energy", "{:.0f} %", "derived"),
+            "prefill_w_modelled": Column("Prefill W per chip, modelled", "{:,.0f}", "derived"),
+            "decode_w_modelled": Column("Decode W per chip, modelled", "{:,.0f}", "derived"),
         },
         caption="Energy at rated power per input (prefilled) and per output (decoded) token, DeepSeek R1 on GB300s, "
-        "at the serving model's highest-throughput layout for each workload.",
+        "at the serving model's highest-throughput layout for each workload, and the watts each phase draws under "
+        "the power model fitted to measured MI355X runs (an assumption on any other chip).",
         table_id="energy-split",
     )

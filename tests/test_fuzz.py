@@ -28,14 +28,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from perwatt import accounting, agents, calibration, catalog, fleet, load, metrics, parallel, roofline, serving, specs, speculative
+from perwatt import (accounting, agents, calibration, catalog, fleet, instruments, load, metrics, parallel, power, roofline,
+                     serving, specs, speculative)
 
-MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, speculative, agents, load, fleet)
+MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
+           load, fleet)
 #: Public callables left out, each with the reason.
 SKIP = {
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
                        "through model_spec and every function that takes one",
     "specs.Chip": "a record that specs.chip fills from the validated data/accelerators.csv; fuzzed through chip",
+    "power.fit": "a least-squares fit over the measured power rows; its bounds are checked in tests/test_power.py",
     "calibration.fit": "a least-squares fit taking seconds a call; its arguments are calibration.predict's, which "
                        "is fuzzed, and tests/test_calibration.py runs it on the real data",
 }
@@ -120,6 +123,22 @@ GOOD = {
     "calibration.error_summary": dict(frame=calibration.errors(MEASURED), by="hardware"),
     "calibration.split": dict(table=MEASURED),
     "calibration.measured_errors": {},
+    "parallel.pass_work": dict(spec=SPEC, device=DEVICE, sequences=4, context=1024, chips=8, ep=8, dp_attention=True,
+                               tokens_per_sequence=2, phase="decode", assumptions=roofline.DEFAULTS),
+    "instruments.layer_budget": dict(assumptions=roofline.DEFAULTS),
+    "instruments.measured_layer_time": {},
+    "instruments.bandwidth_per_kw": {},
+    "instruments.jalapeno_bandwidth_hypothesis": {},
+    "instruments.per_watt_against_bandwidth": {},
+    "instruments.identify_baselines": dict(relative_tolerance=1e-4),
+    "instruments.energy_split": dict(model="gpt-oss-120b", accelerator="gb200", assumptions=roofline.DEFAULTS),
+    "power.PowerModel": dict(idle_fraction=0.3, pj_per_byte=80.0, pj_per_flop=0.3),
+    "power.pool_watts": dict(spec=SPEC, device=roofline.chip("b200"), batch=16, isl=1024, osl=512, chips=8, ep=8,
+                             dp_attention=True, drafts=0, tokens_per_pass=1.0, assumptions=roofline.DEFAULTS,
+                             model=power.FITTED),
+    "power.phase_watts": dict(device=DEVICE, work={"bytes": 1e9, "flops": 1e12}, seconds=0.01, model=power.FITTED),
+    "power.measured_rows": dict(table=MEASURED),
+    "power.errors": dict(model=power.FITTED),
     "serving.pareto_efficient": dict(x=[1.0, 2.0, 3.0], y=[3.0, 1.0, 2.0]),
     "serving.batch_list": dict(batches=[1, 2, 4]),
     "serving.frontier": dict(model="gpt-oss-120b", accelerator="gb200", precision="as_released", isl=1024.0,
@@ -175,6 +194,8 @@ MAY_BE_NAN = {
     "accounting.per_chip_comparison": {"jalapeno_tokens_per_s", "baseline_tokens_per_s", "ratio", "more_chips_pct"},
     "serving.validation": {"isl_tokens", "osl_tokens"},
     "calibration.predict": {"total_tokens_per_s_per_gpu", "median_interactivity"},
+    "instruments.identify_baselines": {"nearest_interactivity", "matched_tps_per_kw", "matched_interactivity",
+                                       "matched_concurrency", "matched_gpus"},
     "calibration.split": {"avg_power_w", "joules_per_output_token", "joules_per_total_token",
                           "input_tokens_per_s_per_prefill_gpu", "output_tokens_per_s_per_decode_gpu"},
     "speculative.crossover_batch": {"result"},
