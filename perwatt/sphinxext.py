@@ -12,10 +12,14 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 * writes Vega, Vega-Lite and vega-embed as one shared, vendored classic script, taken from
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
   every chart on a page (both load from disk as well as over http);
-* serves MathJax from the site itself;
-* works around four things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
-  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, bibliography entries
-  that are not list items, and asset checksums that differ between a first build and a rebuild.
+* writes every formula as MathML at build time (:mod:`perwatt.mathml`), which browsers draw
+  themselves, so no page loads a math library;
+* keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
+  same icons from a web font);
+* works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
+  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode and its icon script,
+  bibliography entries that are not list items, asset checksums that differ between a first build
+  and a rebuild, and the TeX latex2mathml does not know.
   Each workaround names the versions it was written against, and the build warns (and so, under
   ``-W``, fails) when an installed version differs, so that a maintainer checks whether it is
   still needed.
@@ -32,9 +36,10 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools, render
+from perwatt import devtools, mathml, render
 
 STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 #: Upstream behaviour this extension works around, by the package and version it was seen in:
 #: package -> (version the workaround was written for, what it works around).
@@ -45,6 +50,10 @@ PATCHED = {
     "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
     "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
                                       "which screen readers and axe reject"),
+    "pydata-sphinx-theme": ("0.17.1", "loads its icons as 1.5 MB of JavaScript, fontawesome.js, beside the "
+                                      "web font its stylesheet already draws them with (templates/static)"),
+    "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
+                               "(perwatt.mathml.prepare)"),
     "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder"),
 }
 
@@ -147,6 +156,7 @@ def _config_inited(app: Sphinx, config) -> None:
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}
 
@@ -252,4 +262,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("build-finished", _write_root_favicon)
     app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")
+    mathml.setup(app)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
