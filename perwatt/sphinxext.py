@@ -11,7 +11,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   the chapters' own cells;
 * writes Vega, Vega-Lite and vega-embed as one shared, vendored classic script, taken from
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
-  every chart on a page (both load from disk as well as over http);
+  every chart on a page (both load from disk as well as over http), and ships each chart's
+  spec compressed;
 * writes every formula as MathML at build time (:mod:`perwatt.mathml`), which browsers draw
   themselves, so no page loads a math library;
 * keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
@@ -194,6 +195,13 @@ def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: d
     app.add_js_file("perwatt-charts.js", loading_method="defer", priority=601)
 
 
+def _pack_chart_specs(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The chart data is most of a chart page's bytes; ship it compressed (render.PACKED_TYPE)."""
+    body = context.get("body", "")
+    if 'class="perwatt-spec"' in body:
+        context["body"] = render.pack_specs(body)
+
+
 def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Docutils marks a bibliography as a list whose entries are not list items, which screen
     readers (and axe, as a critical violation) reject; make the entries list items."""
@@ -256,6 +264,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _add_chart_scripts)
+    app.connect("html-page-context", _pack_chart_specs)
     app.connect("html-page-context", _accessible_citation_list)
     app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons

@@ -90,12 +90,26 @@ def test_vega_is_one_shared_vendored_module(site):
     assert with_charts >= 1
 
 
+def test_every_chart_spec_ships_packed(site):
+    """The build compresses each spec (render.pack_specs); none is left as raw JSON, and each
+    unpacks to the spec its chart id was made from, at a fraction of the bytes."""
+    raw = packed = 0
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        assert 'type="application/json" class="perwatt-spec"' not in text, page.relative_to(site)
+        for target, payload in re.findall(r'class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', text, re.S):
+            spec = render.unpack_spec(payload)
+            assert render.chart_id(spec) == target
+            raw, packed = raw + len(render.spec_json(spec).encode("utf-8")), packed + len(payload)
+    assert packed and packed < raw / 3, (packed, raw)
+
+
 def test_chart_ids_derive_from_their_specs(site):
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    specs = re.findall(r'<script type="application/json" class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', page, re.S)
+    specs = re.findall(r'<script type="application/gzip" class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', page, re.S)
     assert len(specs) >= 2
     for target, payload in specs:
-        spec = json.loads(payload.replace("<\\/", "</"))
+        spec = render.unpack_spec(payload)
         assert target == render.chart_id(spec)
         assert f'<div class="perwatt-chart" id="{target}"' in page
 
