@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -10,6 +11,12 @@ from perwatt.devtools import CHROMIUM_ARGS, REPO, BUILD_FLAGS, find_chromium, se
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+
+
+def site() -> Path:
+    """The built site to measure: ``PERWATT_SITE`` (as for the tests) or the repository's own build."""
+    chosen = os.environ.get("PERWATT_SITE")
+    return Path(chosen).resolve() if chosen else REPO / "_build" / "html"
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -60,12 +60,6 @@ def _fixed_costs(tmp: Path) -> dict[str, float]:
     start = time.perf_counter()
     sphinxext.model_fingerprint()
     costs["model fingerprint"] = time.perf_counter() - start
-    import importlib
-
-    mathjax = Path(importlib.import_module("sphinx-mathjax-offline").__file__).parent / "static" / "mathjax"
-    start = time.perf_counter()
-    shutil.copytree(mathjax, tmp / "mathjax")
-    costs["copying MathJax (24 MB)"] = time.perf_counter() - start
     return costs
 
 

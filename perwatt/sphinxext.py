@@ -11,11 +11,16 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   the chapters' own cells;
 * writes Vega, Vega-Lite and vega-embed as one shared, vendored classic script, taken from
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
-  every chart on a page (both load from disk as well as over http);
-* serves MathJax from the site itself;
-* works around four things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
-  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, bibliography entries
-  that are not list items, and asset checksums that differ between a first build and a rebuild.
+  every chart on a page (both load from disk as well as over http), and ships each chart's
+  spec compressed;
+* writes every formula as MathML at build time (:mod:`perwatt.mathml`), which browsers draw
+  themselves, so no page loads a math library;
+* keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
+  same icons from a web font);
+* works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
+  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode and its icon script,
+  bibliography entries that are not list items, asset checksums that differ between a first build
+  and a rebuild, and the TeX latex2mathml does not know.
   Each workaround names the versions it was written against, and the build warns (and so, under
   ``-W``, fails) when an installed version differs, so that a maintainer checks whether it is
   still needed.
@@ -32,9 +37,10 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools, render
+from perwatt import devtools, mathml, render
 
 STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 #: Upstream behaviour this extension works around, by the package and version it was seen in:
 #: package -> (version the workaround was written for, what it works around).
@@ -45,6 +51,10 @@ PATCHED = {
     "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
     "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
                                       "which screen readers and axe reject"),
+    "pydata-sphinx-theme": ("0.17.1", "loads its icons as 1.5 MB of JavaScript, fontawesome.js, beside the "
+                                      "web font its stylesheet already draws them with (templates/static)"),
+    "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
+                               "(perwatt.mathml.prepare)"),
     "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder"),
 }
 
@@ -147,6 +157,7 @@ def _config_inited(app: Sphinx, config) -> None:
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}
 
@@ -182,6 +193,13 @@ def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: d
     # and, unlike modules, also on a page opened from disk.
     app.add_js_file(vega_bundle_name(), loading_method="defer", priority=600)
     app.add_js_file("perwatt-charts.js", loading_method="defer", priority=601)
+
+
+def _pack_chart_specs(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The chart data is most of a chart page's bytes; ship it compressed (render.PACKED_TYPE)."""
+    body = context.get("body", "")
+    if 'class="perwatt-spec"' in body:
+        context["body"] = render.pack_specs(body)
 
 
 def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -246,10 +264,12 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _add_chart_scripts)
+    app.connect("html-page-context", _pack_chart_specs)
     app.connect("html-page-context", _accessible_citation_list)
     app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
     app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")
+    mathml.setup(app)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -90,20 +90,87 @@ def test_vega_is_one_shared_vendored_module(site):
     assert with_charts >= 1
 
 
+def test_every_chart_spec_ships_packed(site):
+    """The build compresses each spec (render.pack_specs); none is left as raw JSON, and each
+    unpacks to the spec its chart id was made from, at a fraction of the bytes."""
+    raw = packed = 0
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        assert 'type="application/json" class="perwatt-spec"' not in text, page.relative_to(site)
+        for target, payload in re.findall(r'class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', text, re.S):
+            spec = render.unpack_spec(payload)
+            assert render.chart_id(spec) == target
+            raw, packed = raw + len(render.spec_json(spec).encode("utf-8")), packed + len(payload)
+    assert packed and packed < raw / 3, (packed, raw)
+
+
 def test_chart_ids_derive_from_their_specs(site):
     page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    specs = re.findall(r'<script type="application/json" class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', page, re.S)
+    specs = re.findall(r'<script type="application/gzip" class="perwatt-spec" data-target="([^"]+)">(.*?)</script>', page, re.S)
     assert len(specs) >= 2
     for target, payload in specs:
-        spec = json.loads(payload.replace("<\\/", "</"))
+        spec = render.unpack_spec(payload)
         assert target == render.chart_id(spec)
         assert f'<div class="perwatt-chart" id="{target}"' in page
 
 
-def test_mathjax_is_served_by_the_site(site):
-    page = (site / "chapters" / "per-watt.html").read_text(encoding="utf-8")
-    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js(\?[^"]*)?"', page)
-    assert (site / "_static" / "mathjax" / "tex-chtml.js").exists()
+MATHML = "{http://www.w3.org/1998/Math/MathML}"
+
+
+def test_formulas_are_mathml_written_at_build_time(site):
+    """Every formula is MathML with its TeX kept beside it; no page loads a math library."""
+    import xml.etree.ElementTree as ET
+
+    formulas = {}
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        parser = _Resources()
+        parser.feed(text)
+        assert [u for u in parser.urls if "mathjax" in u.lower()] == [], page.relative_to(site)
+        assert "MathJax" not in text
+        wrappers = re.findall(r'<(?:span|div) class="math notranslate nohighlight"', text)
+        found = re.findall(r"<math\b.*?</math>", text, re.S)
+        assert len(found) >= len(wrappers), f"{page.relative_to(site)}: a formula was left as TeX"
+        for markup in found:
+            root = ET.fromstring(markup)  # well formed, or this raises
+            tex = root.find(f"{MATHML}semantics/{MATHML}annotation[@encoding='application/x-tex']")
+            drawn = "".join(root.find(f"{MATHML}semantics").find(f"{MATHML}mrow").itertext())
+            assert tex is not None and tex.text and "\\" not in drawn, markup[:200]
+            formulas.setdefault(page.relative_to(site).as_posix(), []).append((root, tex.text))
+    assert not (site / "_static" / "mathjax").exists()
+    per_watt = formulas["chapters/per-watt.html"]
+    assert ["T", "1000/T", "P", "T"] <= [tex for _, tex in per_watt if "\\" not in tex]
+    block = next(root for root, tex in per_watt if "aligned" in tex)
+    assert block.get("display") == "block"
+    rows = block.findall(f".//{MATHML}mtr")
+    assert len(rows) == 4 and all(len(r.findall(f"{MATHML}mtd")) == 2 for r in rows)
+    assert [c.text for c in rows[0].iter() if c.tag == f"{MATHML}mn"] == ["1000"]
+    # Every chapter with math carries the stylesheet that aligns it, and only those.
+    for path, found in formulas.items():
+        assert "perwatt-math.css" in (site / path).read_text(encoding="utf-8"), path
+    assert "perwatt-math.css" not in (site / "chapters" / "glossary.html").read_text(encoding="utf-8")
+
+
+def test_no_page_loads_the_theme_icon_script_and_every_icon_has_a_glyph(site):
+    """The theme's stylesheet draws its icons from the Font Awesome web font; the 1.5 MB script
+    that would swap them for SVG is left out, so every icon class a page uses must have a glyph
+    rule in that stylesheet."""
+    css = (site / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    assert "fa-solid-900.woff2" in css
+    used = set()
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        parser = _Resources()
+        parser.feed(text)
+        assert [u for u in parser.urls if "fontawesome" in u] == [], page.relative_to(site)
+        assert any("bootstrap.js" in u for u in parser.urls) or page.name == "index.html"
+        for classes in re.findall(r'<(?:i|span) class="([^"]*\bfa-[^"]*)"', text):
+            used |= {c for c in classes.split() if c.startswith("fa-")}
+    sizes = {"fa-lg", "fa-solid", "fa-regular", "fa-brands"}
+    icons = used - sizes
+    assert {"fa-magnifying-glass", "fa-download", "fa-sun", "fa-moon", "fa-bars"} <= icons
+    missing = [i for i in sorted(icons) if not re.search(rf"\.{i}:before[,{{]", css)]
+    assert missing == []
 
 
 def test_no_widget_state_or_require_js_in_the_site(site):

@@ -170,6 +170,22 @@ def test_static_html_is_inert_and_id_derives_from_spec():
     assert 'type="application/json"' in html and "</script" not in html.split(">", 2)[2].rsplit("</script>", 1)[0]
 
 
+def test_packed_spec_unpacks_to_the_same_spec_in_a_fraction_of_the_bytes():
+    spec = figures.power_basis().chart().to_dict()
+    spec["description"] = "a </script> and a <!-- in the text"  # the escapes chart_html makes
+    page = "<p>before</p>" + render.chart_html(spec) + "<p>after</p>"
+    packed = render.pack_specs(page)
+    assert packed == render.pack_specs(page)  # the same bytes every time
+    payload = re.search(r'<script type="application/gzip" class="perwatt-spec" data-target="([^"]+)">([A-Za-z0-9+/=]+)</script>',
+                        packed)
+    assert payload and payload.group(1) == render.chart_id(spec)
+    assert render.unpack_spec(payload.group(2)) == json.loads(render.spec_json(spec))
+    assert packed.startswith("<p>before</p>") and packed.endswith("<p>after</p>")
+    assert packed.replace(payload.group(0), "") == page.replace(re.search(r"<script.*?</script>", page, re.S).group(0), "")
+    grid = max((render.chart_html(f.chart().to_dict()) for f in figures.all_figures()), key=len)
+    assert len(render.pack_specs(grid)) < len(grid) / 3
+
+
 _SPEC_HTML = """
 import json, perwatt
 from perwatt import figures, render

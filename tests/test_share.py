@@ -24,6 +24,7 @@ from test_browser import (FIGURES, PageVisit, _assert_matches_model, _current_se
                           reader_pages)
 from tolerances import SHIPPED_RTOL
 
+from perwatt import render
 from perwatt.interactive import InteractiveFigure
 
 pytestmark = pytest.mark.browser
@@ -176,7 +177,7 @@ def test_csv_of_a_chart_without_controls_is_the_data_it_draws(site, site_url, br
     at = _figures_in(site)["fig-operating-points"]
     text = (site / at["path"]).read_text(encoding="utf-8")
     payload = re.search(rf'data-target="{at["chart"]}">(.*?)</script>', text, re.S).group(1)
-    spec = json.loads(payload.replace("<\\/", "</"))
+    spec = render.unpack_spec(payload)
     given = [row for rows in spec["datasets"].values() for row in rows]
     assert len(given) >= 2
     visit = Visit(browser, site_url, at["path"])

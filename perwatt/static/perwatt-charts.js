@@ -1,4 +1,4 @@
-// Draws every chart on the page from the Vega-Lite spec the build left beside it.
+// Draws every chart on the page from the Vega-Lite spec the build left beside it (compressed).
 // Loaded as a deferred classic script after the vendored Vega bundle, which defines
 // window.vegaEmbed; classic, because browsers refuse module scripts on pages opened from disk.
 // Views are kept on window.perwatt so readers' tools and the browser tests can inspect them.
@@ -22,7 +22,7 @@ async function drawChart(specElement) {
   if (!target) return;
   let spec, result;
   try {
-    spec = JSON.parse(specElement.textContent);
+    spec = await readSpec(specElement);
     result = await window.vegaEmbed(target, spec, { actions: false, renderer: "svg" });
     registry.embeds[target.id] = result;
     target.dataset.rendered = "true";
@@ -38,6 +38,19 @@ async function drawChart(specElement) {
     // The chart itself is fine; a reader only loses the extras.
     console.warn("perwatt: no tools for chart " + target.id, error);
   }
+}
+
+// The built site packs each spec as gzip in base64 (render.py's pack_specs); a page made
+// straight from render.chart_html carries the JSON itself.
+async function readSpec(specElement) {
+  const text = specElement.textContent.trim();
+  if (specElement.type !== "application/gzip") return JSON.parse(text);
+  if (typeof DecompressionStream === "undefined") {
+    throw new Error("this browser cannot unpack the chart's data (Chrome 80, Firefox 113, Safari 16.4 or newer can)");
+  }
+  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
 }
 
 function addTools(target, spec, result) {

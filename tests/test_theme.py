@@ -1,0 +1,195 @@
+"""The theme's icons and controls, and the formulas, in a real Chromium with every other host cut off.
+
+The site ships neither the theme's icon script (fontawesome.js) nor MathJax: icons are drawn by the
+theme's stylesheet from its Font Awesome web font, and formulas are MathML that the browser lays out
+itself. So these check what a reader sees: every icon has its glyph and the font loaded, the colour
+mode, search and download controls do what they say, the formulas are laid out as formulas (rows
+stacked, equals signs aligned, fractions over their denominators), and no page asks for a math
+library or an icon script.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_browser import PageVisit, reader_pages
+
+pytestmark = pytest.mark.browser
+
+#: Every icon element that is shown, with what its ::before draws and in which font.
+ICONS = """async () => {
+  await document.fonts.ready;
+  const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const faces = Array.from(document.fonts).filter((f) => f.family.includes('Font Awesome'));
+  return {
+    icons: Array.from(document.querySelectorAll('[class^="fa-"], [class*=" fa-"]')).filter(shown).map((i) => {
+      const before = getComputedStyle(i, '::before');
+      return {cls: i.className, content: before.content, font: before.fontFamily,
+              weight: before.fontWeight, width: i.getBoundingClientRect().width};
+    }),
+    loaded: faces.filter((f) => f.status === 'loaded').map((f) => f.family + ' ' + f.weight),
+    svgIcons: document.querySelectorAll('svg.svg-inline--fa').length,
+  };
+}"""
+
+
+class Visit(PageVisit):
+    """A page that also records every URL it asked for."""
+
+    def __init__(self, browser, site_url: str, path: str) -> None:
+        self.requested: list[str] = []
+        super().__init__(browser, site_url, path)
+
+    def _route(self, site_url: str):
+        handle = super()._route(site_url)
+
+        def record(route) -> None:
+            self.requested.append(route.request.url)
+            handle(route)
+        return record
+
+
+def _icon_problems(state: dict) -> list:
+    return [i for i in state["icons"]
+            if i["content"] in ("none", "normal", '""') or "Font Awesome" not in i["font"] or i["width"] <= 0]
+
+
+@pytest.mark.parametrize("path", ["chapters/per-watt.html", "search.html", "chapters/glossary.html"])
+def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
+    visit = Visit(browser, site_url, path)
+    try:
+        state = visit.page.evaluate(ICONS)
+        names = {c for i in state["icons"] for c in i["cls"].split() if c.startswith("fa-")}
+        # The header's search, colour mode, download and contents icons, at least.
+        assert len(state["icons"]) >= 4 and {"fa-magnifying-glass", "fa-download", "fa-list"} & names
+        assert _icon_problems(state) == []
+        weights = {i["weight"] for i in state["icons"]}
+        assert all(any(w in f for f in state["loaded"]) for w in weights), (weights, state["loaded"])
+        assert state["svgIcons"] == 0  # no script replaced them
+        assert [u for u in visit.requested if "fontawesome" in u and u.endswith(".js")] == []
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+def test_no_page_asks_for_an_icon_script_or_a_math_library(site, site_url, browser):
+    asked = {}
+    for path in reader_pages(site):
+        visit = Visit(browser, site_url, path)
+        try:
+            libraries = [u for u in visit.requested if "mathjax" in u.lower() or "fontawesome.js" in u]
+            mathjax = visit.page.evaluate("() => [typeof window.MathJax, document.querySelectorAll('mjx-container').length]")
+            if libraries or mathjax != ["undefined", 0]:
+                asked[path] = (libraries, mathjax)
+        finally:
+            visit.close()
+    assert asked == {}
+
+
+def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
+    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    page = visit.page
+    try:
+        button = page.locator(".theme-switch-button:visible").first
+        seen = {}
+        for _ in range(3):
+            button.click()
+            mode = page.evaluate("() => document.documentElement.dataset.mode")
+            seen[mode] = page.evaluate("""() => {
+              const icon = Array.from(document.querySelectorAll('.theme-switch-button .theme-switch'))
+                .find((i) => i.getClientRects().length > 0);
+              return {icon: icon && icon.dataset.mode, glyph: icon && getComputedStyle(icon, '::before').content,
+                      theme: document.documentElement.dataset.theme,
+                      background: getComputedStyle(document.body).backgroundColor};
+            }""")
+        assert set(seen) == {"auto", "light", "dark"}
+        assert all(s["icon"] == mode for mode, s in seen.items())  # the button shows the mode it is in
+        assert len({s["glyph"] for s in seen.values()}) == 3  # with a different icon for each
+        assert seen["dark"]["theme"] == "dark" and seen["light"]["theme"] == "light"
+        assert seen["dark"]["background"] != seen["light"]["background"]
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+def test_search_box_finds_a_chapter(site_url, browser):
+    visit = Visit(browser, site_url, "chapters/intro.html")
+    page = visit.page
+    try:
+        page.locator(".search-button__button:visible").first.click()
+        field = page.locator("#pst-search-dialog input[name=q]")
+        field.wait_for(state="visible")
+        assert page.evaluate("() => document.getElementById('pst-search-dialog').open")
+        field.fill("joules")
+        field.press("Enter")
+        page.wait_for_url("**/search.html?q=joules*")
+        results = page.locator("#search-results ul.search li a")
+        results.first.wait_for(timeout=20_000)
+        links = results.evaluate_all("as => as.map((a) => a.getAttribute('href'))")
+        assert any("per-watt.html" in link for link in links), links
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+def test_download_menu_offers_files_that_exist_and_print(site_url, browser):
+    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    page = visit.page
+    try:
+        page.evaluate("() => { window.printed = 0; window.print = () => { window.printed += 1; }; }")
+        menu = page.locator(".dropdown-download-buttons")
+        menu.locator("button.dropdown-toggle").click()
+        items = menu.locator(".dropdown-menu")
+        items.wait_for(state="visible")
+        assert _icon_problems(page.evaluate(ICONS)) == []
+        hrefs = items.locator("a[href]").evaluate_all("as => as.map((a) => a.href)")
+        assert any(h.endswith(".md") for h in hrefs) and any(h.endswith(".ipynb") for h in hrefs), hrefs
+        for href in hrefs:
+            response = page.request.get(href)
+            assert response.ok and len(response.body()) > 1000, href
+            if href.endswith(".ipynb"):
+                assert json.loads(response.body())["cells"]
+        items.locator("button.btn-download-pdf-button").click()
+        assert page.evaluate("() => window.printed") == 1
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+#: Where the parts of the first display formula on a page sit: rows of its table, the first
+#: operator of each row's right-hand cell (the = signs), and numerator over denominator.
+LAYOUT = """() => {
+  const box = (e) => e.getBoundingClientRect();
+  const content = (e) => { const r = document.createRange(); r.selectNodeContents(e); return r.getBoundingClientRect(); };
+  const maths = Array.from(document.querySelectorAll('math'));
+  const table = document.querySelector('div.math math mtable');
+  const rows = table ? Array.from(table.querySelectorAll(':scope > mtr')) : [];
+  const fracs = Array.from(document.querySelectorAll('div.math mfrac'));
+  return {
+    count: maths.length,
+    empty: maths.filter((m) => box(m).width <= 0 || box(m).height <= 0).length,
+    blocks: maths.filter((m) => m.getAttribute('display') === 'block').length,
+    rowTops: rows.map((r) => box(r).top),
+    equalsX: rows.map((r) => box(r.querySelector('mtd:nth-child(2) mo')).left),
+    namesRight: rows.map((r) => content(r.querySelector('mtd:first-child')).right),
+    fractions: fracs.map((f) => [box(f.children[0]).bottom, box(f.children[1]).top]),
+    lineHeight: parseFloat(getComputedStyle(document.querySelector('article p')).lineHeight),
+  };
+}"""
+
+
+def test_formulas_are_laid_out_by_the_browser(site_url, browser):
+    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    try:
+        layout = visit.page.evaluate(LAYOUT)
+        assert layout["count"] >= 4 and layout["blocks"] >= 1 and layout["empty"] == 0
+        # The energy-per-token block: four rows, each below the last, = signs in one column.
+        tops = layout["rowTops"]
+        assert len(tops) == 4 and all(b - a > layout["lineHeight"] * 0.8 for a, b in zip(tops, tops[1:]))
+        assert max(layout["equalsX"]) - min(layout["equalsX"]) < 1.5, layout["equalsX"]
+        assert max(layout["namesRight"]) - min(layout["namesRight"]) < 1.5  # names flush right, as in TeX
+        assert layout["fractions"] and all(num <= den + 0.5 for num, den in layout["fractions"])
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
