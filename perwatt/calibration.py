@@ -195,3 +195,23 @@ def split(table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame
     checks.instance("table", table, pd.DataFrame)
     training = table["hardware"].isin(TRAINING_CHIPS)
     return table[training], table[~training]
+
+
+def published_throughput(assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
+    """The serving model against published decode-pool throughput (data/published_throughput.csv):
+    each row's decode pass at its layout, batch and context (input plus half the output, where given),
+    output tokens/s per GPU modelled beside measured."""
+    checks.instance("assumptions", assumptions, Assumptions)
+    table = data.load("published_throughput")
+    modelled = []
+    for _, row in table.iterrows():
+        spec = model_spec(row["model"]).with_precision("fp4" if row["precision"] == "fp4" else "as_released")
+        context = row["isl_tokens"] + (row["osl_tokens"] / 2 if pd.notna(row["osl_tokens"]) else 0.0)
+        batch = row["batch_per_chip"] * row["chips"]
+        seconds = serving.decode_time(spec, chip(row["accelerator"]), batch, context, row["chips"],
+                                      replace(assumptions, kv_bits=float(row["kv_bits"])), 1, row["ep"],
+                                      bool(row["dp_attention"]))
+        modelled.append(float(batch / seconds / row["chips"]))
+    out = table.assign(modelled=modelled)
+    out["error_pct"] = (out["modelled"] / out["value"] - 1) * 100
+    return out
