@@ -77,9 +77,11 @@ def profiles(model: str) -> dict[str, SystemProfile]:
     (on its unstated power basis, reading "mixed" as input plus output tokens). Prefill time per
     token is Jalapeño's implied TTFT at the workload's mean lengths (reported latency minus decode
     time) ÷ mean prompt length; the baselines' figures leave no time for a first token (see the
-    consistency audit), so theirs comes from the roofline model's prefill on their hardware
-    instead. The two prefill figures rest on different evidence, so they are not a like-for-like
-    comparison of the chips' prefill speed.
+    consistency audit), so theirs comes from the serving model instead: one mean prompt prefilled
+    on the fewest of their chips that hold the model, tensor parallel, fixed cost per layer
+    included, ÷ its length. A call's uncached tokens are charged at that rate, as if the fixed cost
+    scaled with them: it is a few per cent of a long prompt's prefill. The two prefill figures rest
+    on different evidence, so they are not a like-for-like comparison of the chips' prefill speed.
     """
     return _profiles(model)
 

@@ -236,6 +236,7 @@ def fleet_ex_parity() -> dict:
     relaxed_none = fleet.scenario(share, target, price, without, integral=False)
     workloads = fleet.scenario_workloads(share, target)
     hardware = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
+    nvidia = list(hardware)
     hardware[catalog.CANDIDATE] = fleet.jalapeno_profile(fleet.MODEL, workloads, parity)
 
     def usd_per_million(name: str, workload: str) -> float:
@@ -249,6 +250,8 @@ def fleet_ex_parity() -> dict:
             "relaxed_saving": round(relaxed_none["total_usd_per_hour"].iloc[0] - relaxed["total_usd_per_hour"].iloc[0],
                                     2) + 0.0,
             "gb200_instance": hardware["gb200"].chips_per_instance("agent"),
+            "cheapest_agent": min(nvidia, key=lambda n: usd_per_million(n, "agent")),
+            "cheapest_chat": min(nvidia, key=lambda n: usd_per_million(n, "chat")),
             "jal_cost": usd_per_million(catalog.CANDIDATE, "agent"), "b200_cost": usd_per_million("b200", "agent"),
             "gb200_cost": usd_per_million("gb200", "agent"),
             "jal_chat_cost": usd_per_million(catalog.CANDIDATE, "chat"),

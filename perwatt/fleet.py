@@ -3,13 +3,17 @@
 Each workload has a token mix (input and output lengths), a latency target (a minimum number of
 tokens per second per user) and a volume (output tokens per second). Each hardware profile has a
 capacity for each workload (the most output tokens/s per chip it reaches at an operating point
-that meets the workload's target, read off the serving model's frontier), a power and a price per
-hour. The cheapest assignment is a linear programme: choose how many chips of each kind serve each
-workload, to minimise the hourly cost of chips and electricity, subject to serving every workload's
-volume and to any limit on how many chips of a kind exist. SciPy's HiGHS solver finds the optimum.
+that meets the workload's target, read off the serving model's frontier), the number of chips in
+one serving instance at that operating point (the frontier's layouts span from one chip to a whole
+NVLink domain, so an instance is the unit a fleet can add), a power and a price per hour. The
+cheapest assignment is a mixed-integer linear programme: choose how many instances of each kind
+serve each workload, to minimise the hourly cost of chips and electricity, subject to serving every
+workload's volume and to any limit on how many chips of a kind exist. SciPy's HiGHS solver finds the
+optimum, proved to the solver's tolerance (no relative gap allowed).
 
 NVIDIA profiles come from data/ (sourced). Jalapeño's capacity, price and supply are not published:
-:class:`JalapenoAssumptions` holds the reader's assumptions, and every output labels them.
+:class:`JalapenoAssumptions` holds the reader's assumptions, and every output labels them. Its
+instance size is not published either, so it is counted in whole chips.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class Hardware:
     capacity: dict  # workload name -> output tokens/s per chip meeting its target (0 if none)
     supply: float = np.inf
     assumed: bool = False  # True where the profile rests on the reader's assumptions
+    # workload name -> chips in one instance at that capacity; a workload left out is counted in whole chips
+    instance_chips: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checks.instance("name", self.name, str)
@@ -67,6 +73,14 @@ class Hardware:
             checks.scalar(f"capacity[{workload!r}]", value, minimum=0.0, maximum=checks.MAX_RATE)
         _supply("supply", self.supply)
         checks.flag("assumed", self.assumed)
+        checks.instance("instance_chips", self.instance_chips, dict)
+        for workload, value in self.instance_chips.items():
+            checks.instance("instance_chips (its keys)", workload, str)
+            checks.integer(f"instance_chips[{workload!r}]", value, maximum=checks.MAX_CHIPS)
+
+    def chips_per_instance(self, workload: str) -> int:
+        """Chips one instance serving ``workload`` takes (1 where the profile gives none)."""
+        return int(self.instance_chips.get(workload, 1))
 
 
 @dataclass(frozen=True)
@@ -98,14 +112,27 @@ WORKLOAD, WORKLOADS = checks.kind(Workload), checks.rule(checks.instances, Workl
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, workload=WORKLOAD)
 def capacity(model: str, accelerator: str, workload: Workload) -> float:
     """Best output tokens/s per chip over the frontier among points meeting the workload's target."""
-    return _capacity(model, accelerator, workload.isl_tokens, workload.osl_tokens, workload.min_tokens_per_s_per_user)
+    return _best_point(model, accelerator, workload.isl_tokens, workload.osl_tokens,
+                       workload.min_tokens_per_s_per_user)[0]
+
+
+def _instance_chips(model: str, accelerator: str, workload: Workload) -> int:
+    """Chips per instance at :func:`capacity`'s operating point (1 where no point meets the target)."""
+    return _best_point(model, accelerator, workload.isl_tokens, workload.osl_tokens,
+                       workload.min_tokens_per_s_per_user)[1]
 
 
 @data.cached
-def _capacity(model: str, accelerator: str, isl: float, osl: float, min_rate: float) -> float:
+def _best_point(model: str, accelerator: str, isl: float, osl: float, min_rate: float) -> tuple[float, int]:
+    """Output tokens/s per chip and chips per instance at the frontier row with the most output
+    per chip at or above ``min_rate`` (0 and 1 if none); on a tie in output per chip, the smaller
+    instance, which rounds a fleet finer."""
     frontier = serving.frontier(model, accelerator, isl=isl, osl=osl)
     ok = frontier[frontier["tokens_per_s_per_user"] >= min_rate]
-    return float(ok["output_tokens_per_s_per_chip"].max()) if len(ok) else 0.0
+    if ok.empty:
+        return 0.0, 1
+    best = ok.sort_values(["output_tokens_per_s_per_chip", "chips"], ascending=[False, True]).iloc[0]
+    return float(best["output_tokens_per_s_per_chip"]), int(best["chips"])
 
 
 @checks.validated(model=checks.TEXT, workloads=WORKLOADS)
@@ -122,13 +149,15 @@ def nvidia_profiles(model: str, workloads: list[Workload]) -> list[Hardware]:
             name=name, label=str(chips.loc[name, "label"]), usd_per_hour=float(row["price_usd_per_gpu_hour"]),
             power_w=float(chips.loc[name, "power_w"]),
             capacity={w.name: capacity(model, name, w) for w in workloads},
+            instance_chips={w.name: _instance_chips(model, name, w) for w in workloads},
         ))
     return profiles
 
 
 @checks.validated(model=checks.TEXT, workloads=WORKLOADS, assumptions=checks.kind(JalapenoAssumptions))
 def jalapeno_profile(model: str, workloads: list[Workload], assumptions: JalapenoAssumptions) -> Hardware:
-    """Jalapeño built from GB200's profile and the reader's assumptions (labelled as such)."""
+    """Jalapeño built from GB200's profile and the reader's assumptions (labelled as such). Its
+    instance size is not published, so it is counted in whole chips (``instance_chips`` empty)."""
     ratio = assumptions.per_watt_vs_gb200
     if ratio is None:
         ratio = float(accounting.pairs().set_index("model").loc[MODEL, "recomputed_ratio"])
@@ -157,10 +186,11 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
            integral: bool = True) -> pd.DataFrame:
     """The cheapest assignment of chips to workloads: one row per workload and hardware.
 
-    Variables: whole numbers of chips of each hardware serving each workload (a mixed-integer
-    programme), or, with ``integral=False``, fractions of chips (the linear-programme relaxation,
-    a lower bound on the cost). Raises ValueError if some workload cannot be served (no hardware
-    meets its target, or supply runs out).
+    Variables: whole numbers of instances of each hardware serving each workload, each instance
+    :meth:`Hardware.chips_per_instance` chips (a mixed-integer programme), or, with
+    ``integral=False``, fractions of them (the linear-programme relaxation, a lower bound on the
+    cost). Raises ValueError if some workload cannot be served (no hardware meets its target, or
+    supply runs out).
     """
     nw, nh = len(workloads), len(hardware)
     names = [w.name for w in workloads]
@@ -170,36 +200,41 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
         if set(names) - set(h.capacity):
             raise ValueError(f"hardware {h.name!r} has no capacity for workloads {sorted(set(names) - set(h.capacity))}")
     cost = np.array([hourly_cost(h, price_usd_per_kwh, pue) for h in hardware])
-    c = np.tile(cost, nw)  # variable index: w * nh + h
-    # Serve each workload's volume: Σ_h cap·x ≥ volume.
+    # Variable w * nh + h counts instances of hardware h on workload w, each of size[w, h] chips.
+    size = np.array([[h.chips_per_instance(w.name) for h in hardware] for w in workloads], dtype=float)
+    c = (size * cost).ravel()
+    # Serve each workload's volume: Σ_h size·cap·x ≥ volume.
     rows, lower, upper = [], [], []
     for i, w in enumerate(workloads):
         row = np.zeros(nw * nh)
-        row[i * nh:(i + 1) * nh] = [h.capacity[w.name] for h in hardware]
+        row[i * nh:(i + 1) * nh] = size[i] * [h.capacity[w.name] for h in hardware]
         rows.append(row)
         lower.append(w.output_tokens_per_s)
         upper.append(np.inf)
-    # Limited supply of a kind of chip: Σ_w x ≤ supply.
+    # Limited supply of a kind of chip: Σ_w size·x ≤ supply.
     for j, h in enumerate(hardware):
         if np.isfinite(h.supply):
             row = np.zeros(nw * nh)
-            row[j::nh] = 1.0
+            row[j::nh] = size[:, j]
             rows.append(row)
             lower.append(0.0)
             upper.append(np.floor(h.supply))
+    # No relative gap: HiGHS's default (0.01 %) lets it stop at a plan a few dollars an hour dearer
+    # than the cheapest, and which near-tie it stops at would then decide the plan's composition.
     result = milp(c, constraints=LinearConstraint(np.array(rows), lower, upper),
                   integrality=np.full(nw * nh, 1 if integral else 0), bounds=Bounds(0, np.inf),
-                  options={"time_limit": 20})
+                  options={"time_limit": 20, "mip_rel_gap": 0.0})
     if result.status != 0:
         raise ValueError(f"no assignment serves every workload: {result.message}")
-    # Integral up to the solver's tolerance: round so that a plan never shows 291.9999 chips.
-    chips = (np.round(result.x) if integral else result.x).reshape(nw, nh)
+    # Integral up to the solver's tolerance: round so that a plan never shows 291.9999 instances.
+    instances = (np.round(result.x) if integral else result.x).reshape(nw, nh)
     rows = []
     for i, w in enumerate(workloads):
         for j, h in enumerate(hardware):
-            n = float(chips[i, j])
+            n = float(instances[i, j] * size[i, j])
             rows.append({
                 "workload": w.name, "hardware": h.name, "hardware_label": h.label, "assumed": int(h.assumed),
+                "chips_per_instance": size[i, j], "instances": float(instances[i, j]),
                 "chips": n, "output_tokens_per_s": n * h.capacity[w.name],
                 "usd_per_hour": n * cost[j], "kw": n * h.power_w / 1000 * pue,
             })

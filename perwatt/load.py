@@ -1,10 +1,15 @@
 """One serving instance under load: continuous batching, queues and tail latency.
 
 :func:`simulate_serving` runs one instance with continuous batching: Poisson arrivals, every
-iteration admits waiting requests up to ``max_batch``, prefills the admitted prompts, then
-advances every running request by one decode step whose time comes from the roofline model at
-the current batch size. It is deterministic for a given seed. :func:`md1_mean_latency` is the
-queueing-theory answer it is checked against where one exists.
+iteration admits waiting requests up to ``max_batch``, prefills the admitted prompts (stalling the
+running requests meanwhile), then advances every running request by one decode step. It is
+deterministic for a given seed. :func:`md1_mean_latency` is the queueing-theory answer it is
+checked against where one exists.
+
+:func:`load_curve` prices both passes with the serving model (:func:`perwatt.parallel.pass_time`):
+a decode step at the current batch size, and one prefill pass over all the prompts admitted
+together. Each pass pays the model's fixed cost per layer once, however many sequences it carries,
+so at small batches that cost, not memory bandwidth, sets most of a step's time.
 """
 
 from __future__ import annotations
@@ -12,19 +17,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks, roofline
+from perwatt import catalog, checks, parallel, roofline
 
 
-def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, output_tokens: int,
+def simulate_serving(arrival_rate: float, *, prefill_s, step_time_s, output_tokens: int,
                      max_batch: int, requests: int = 2000, warmup: int = 200, seed: int = 0) -> dict:
     """Continuous batching on one instance (see the module docstring). Deterministic per seed.
 
     ``step_time_s`` is a callable or array giving the decode step time at batch ``b`` (index b).
+    ``prefill_s`` is either one number, the seconds to prefill each prompt (prompts admitted
+    together are prefilled one after another), or a callable or array giving the seconds to
+    prefill ``k`` prompts together in one pass (index k, from 0 to ``max_batch``).
     Returns throughput (output tokens/s), p50 and p99 latency (s) over requests after the
     warm-up, mean latency, and the busy fraction.
     """
     arrival_rate = checks.scalar("arrival_rate", arrival_rate, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
-    prefill_s = checks.scalar("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     output_tokens = checks.integer("output_tokens", output_tokens, maximum=checks.MAX_SIMULATED_TOKENS)
     max_batch = checks.integer("max_batch", max_batch, maximum=MAX_SIMULATED_BATCH)
     requests = checks.integer("requests", requests, maximum=checks.MAX_SIMULATED_TOKENS)
@@ -36,6 +43,7 @@ def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, outp
         raise ValueError(f"requests × output_tokens must be at most {checks.MAX_SIMULATED_TOKENS:,} decode steps to "
                          f"simulate, got {requests * output_tokens:,}")
     step = _step_times(step_time_s, max_batch)
+    prefill = _prefill_times(prefill_s, max_batch)
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / arrival_rate, requests))
     remaining = np.zeros(requests, dtype=int)
@@ -53,7 +61,7 @@ def simulate_serving(arrival_rate: float, *, prefill_s: float, step_time_s, outp
             remaining[next_arrival] = output_tokens
             next_arrival += 1
             admitted += 1
-        duration = admitted * prefill_s + step[len(running)]
+        duration = prefill[admitted] + step[len(running)]
         clock += duration
         busy += duration
         still = []
@@ -92,6 +100,24 @@ def _step_times(step_time_s, max_batch: int) -> np.ndarray:
     return step
 
 
+def _prefill_times(prefill_s, max_batch: int) -> np.ndarray:
+    """Seconds to prefill 0..max_batch prompts admitted together: ``k × prefill_s`` for one number,
+    else the times given (finite, ≥ 0, 0 for no prompt, never falling as prompts are added)."""
+    if not callable(prefill_s) and np.ndim(prefill_s) == 0 and not isinstance(prefill_s, (list, tuple)):
+        return np.arange(max_batch + 1) * checks.scalar("prefill_s", prefill_s, minimum=0.0,
+                                                         maximum=checks.MAX_SECONDS)
+    if callable(prefill_s):
+        prefill_s = [prefill_s(k) for k in range(max_batch + 1)]
+    times = checks.array("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    if times.ndim != 1 or len(times) < max_batch + 1:
+        raise ValueError(f"prefill_s must be one number or one time per count of prompts from 0 to max_batch "
+                         f"({max_batch + 1} values), got shape {times.shape}")
+    times = times[:max_batch + 1]
+    if times[0] != 0 or np.any(np.diff(times) < 0):
+        raise ValueError("prefill_s must be 0 for no prompt and must not fall as prompts are added")
+    return times
+
+
 def md1_mean_latency(arrival_rate: float, service_s: float) -> float:
     """Mean time in system of an M/D/1 queue (Pollaczek–Khinchine): service + ρ·S / (2(1 − ρ))."""
     arrival_rate = checks.scalar("arrival_rate", arrival_rate, minimum=0.0, maximum=checks.MAX_RATE)
@@ -115,7 +141,9 @@ LOAD_OSL = 256
                   seed=checks.rule(checks.integer, minimum=0))
 def load_curve(max_batch: int, rates, *, isl: float | None = None, osl: int = LOAD_OSL, requests: int = 1500,
                seed: int = 0) -> pd.DataFrame:
-    """Throughput, p50/p99 latency and energy per output token across arrival rates for one instance."""
+    """Throughput, p50/p99 latency and the busy fraction across arrival rates for one instance of
+    :data:`LOAD_MODEL` on the fewest :data:`LOAD_ACCELERATOR` chips that hold it and ``max_batch``
+    caches, tensor parallel (see the module docstring for how its passes are priced)."""
     rates = checks.array("rates", rates, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
     if rates.ndim != 1 or not 0 < len(rates) <= 1000:
         raise ValueError(f"rates must be a list of 1 to 1,000 arrival rates, got {rates!r}")
@@ -125,7 +153,8 @@ def load_curve(max_batch: int, rates, *, isl: float | None = None, osl: int = LO
     context = isl + osl / 2
     batches = np.arange(max_batch + 1, dtype=float)
     steps = roofline.decode_time(spec, device, np.maximum(batches, 1), context, chips)
-    prefill = float(roofline.prefill_time(spec, device, isl, chips))
+    prefill = parallel.pass_time(spec, device, np.maximum(batches, 1), 0.0, chips, 1, False, isl, "prefill")["total"]
+    prefill = np.where(batches > 0, prefill, 0.0)
     rows = [simulate_serving(float(rate), prefill_s=prefill, step_time_s=steps, output_tokens=osl,
                              max_batch=max_batch, requests=requests, warmup=requests // 10, seed=seed)
             for rate in rates]

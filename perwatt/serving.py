@@ -36,7 +36,10 @@ def prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep=1, dp=False
     return passed["total"] / together
 
 
-def _decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep, dp, drafts, assumptions: Assumptions):
+@checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, context=checks.CONTEXT, chips=checks.CHIPS, ep=checks.CHIPS,
+                  drafts=DRAFTS, assumptions=ASSUMED)
+def decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep=1, dp=False, drafts=0,
+                assumptions: Assumptions = DEFAULTS):
     """Seconds per decode pass: the target verifies ``drafts + 1`` tokens per sequence, after
     ``drafts`` sequential draft steps, each priced as one more layer (an MTP module is one layer)."""
     drafts = np.asarray(drafts, dtype=float)
@@ -72,10 +75,12 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
     memory = parallel.memory_per_chip.unchecked(spec, chips, ep, dp_attention, batch, isl + osl, assumptions)
     fits = memory <= device.hbm_bytes * assumptions.usable_hbm_fraction
     t_prefill = prefill_per_prompt.unchecked(spec, device, isl, chips, ep, dp_attention, assumptions)
-    t_pass = _decode_pass(spec, device, batch, context, chips, ep, dp_attention, drafts, assumptions)
+    t_pass = decode_pass.unchecked(spec, device, batch, context, chips, ep, dp_attention, drafts, assumptions)
     accepted = np.asarray(tokens_per_pass, dtype=float)
     tpot = (t_pass + batch * t_prefill * accepted / osl) / accepted
-    ttft = t_prefill
+    # A prompt waits for its whole prefill pass; under data-parallel attention that pass prefills
+    # one prompt per chip, so the per-prompt share above understates the wait by the chips.
+    ttft = t_prefill * np.where(dp_attention, chips, 1.0)
     e2e = ttft + osl * tpot
     output_per_chip = batch * osl / e2e / chips
     shape = np.broadcast(batch, chips, tpot).shape
@@ -112,7 +117,7 @@ def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, pr
     n_decode = np.asarray(decode_chips, dtype=float) * decode_workers
     t_prefill = prefill_per_prompt(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention, assumptions)
     per_worker = np.maximum(1.0, np.ceil(concurrency / decode_workers))
-    t_pass = _decode_pass(spec, device, per_worker, isl + osl / 2, decode_chips, decode_ep, decode_dp_attention,
+    t_pass = decode_pass.unchecked(spec, device, per_worker, isl + osl / 2, decode_chips, decode_ep, decode_dp_attention,
                           drafts, assumptions)
     tpot = t_pass / np.asarray(tokens_per_pass, dtype=float)
     flowing = concurrency / (t_prefill + osl * tpot)

@@ -1,16 +1,26 @@
-"""Speculative decoding: when drafting pays, when it does not, and what it does to comparisons.
+"""Speculative decoding: how many tokens a pass yields, what the draft costs, when drafting pays.
 
-A small draft model proposes ``gamma`` tokens; the target model checks them all in one pass and
-keeps the longest prefix it agrees with, plus one token of its own. With each drafted token
-accepted independently with probability ``alpha`` (Leviathan et al., 2023):
+A drafter proposes ``gamma`` tokens; the target model checks them all in one pass and keeps the
+longest prefix it agrees with, plus one token of its own.
 
-* expected tokens per target pass: (1 − α^(γ+1)) / (1 − α);
-* wall-time speed-up when a draft token costs ``c`` target passes: that ÷ (γc + 1).
+**Acceptance.** Write ``s_i`` for the probability that the first ``i`` drafted tokens are all
+accepted (a per-position profile, non-increasing). A pass yields ``1 + s_1 + … + s_γ`` tokens on
+average. Measured tokens per pass ``a(γ)`` at γ = 1, 2, … give the profile, ``s_γ = a(γ) − a(γ − 1)``,
+provided the first drafts are accepted as often whatever number of drafts follow them (true of
+drafts made one after another, as autoregressive MTP layers and draft models make them).
+Leviathan et al. (2023) take each drafted token to be accepted independently at one rate ``α``:
+``s_i = α^i``, the closed form (1 − α^(γ+1)) / (1 − α) and, with a draft token costing ``c``
+target passes, the speed-up that ÷ (γc + 1). **Tree drafting**, as modelled here (an
+assumption): ``k`` chains of γ tokens are verified in one pass of k·γ + 1 tokens per sequence
+and the longest accepted one is kept; if chains fail independently, the first ``i`` positions
+survive in at least one with probability 1 − (1 − s_i)^k.
 
-That closed form assumes verifying γ+1 tokens costs the same as generating one, which holds
-only while decode is memory-bound. :func:`batch_speedup` drops the assumption: it prices the
-verification pass with the roofline model of :mod:`perwatt.roofline`, where a large batch makes
-decode compute-bound and verification work stops being free.
+**Pricing** (:func:`round_time`): γ draft steps and one verification pass, each priced by the
+serving model (:mod:`perwatt.parallel`). ``"mtp"``: each drafted token costs one more layer of the
+target, as DeepSeek's multi-token-prediction module is one layer (how :func:`perwatt.serving.serve`
+prices it). A draft model named by its row in data/model_specs.csv: a decode pass of that model
+per drafted token, tensor parallel on the target's chips. ``"cost"``: the closed form's fixed
+price, ``c`` plain target passes per drafted token.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import checks, roofline, serving
+from perwatt import checks, data, parallel, roofline, serving
 
 
 def _check_alpha(alpha, name: str = "alpha") -> np.ndarray:
@@ -39,13 +49,25 @@ def _check_cost(c) -> np.ndarray:
 ALPHA, GAMMA, COST = (checks.rule(checks.scalar, minimum=0.0, exclusive_maximum=1.0),
                       checks.rule(checks.integer, minimum=0, maximum=checks.MAX_GAMMA),
                       checks.rule(checks.scalar, minimum=0.0))
+OPTIONAL_COST = checks.rule(checks.optional, COST)
+#: Chains a tree draft verifies at once, at most (the verification pass is k·γ + 1 tokens long).
+MAX_BRANCHES = 64
+BRANCHES = checks.rule(checks.integer, minimum=1, maximum=MAX_BRANCHES)
 
 
-def expected_tokens(alpha, gamma):
-    """Expected tokens produced per target pass (accepted drafts plus the target's own token)."""
+def expected_tokens(alpha, gamma, branches: int = 1):
+    """Expected tokens produced per target pass (accepted drafts plus the target's own token)
+    when each drafted token is accepted independently at rate ``alpha``: the closed form
+    (1 − α^(γ+1)) / (1 − α) for one chain, 1 + Σᵢ (1 − (1 − αⁱ)^k) for the best of
+    ``branches`` = k independent chains (the module's tree model)."""
     a, g = _check_alpha(alpha), _check_gamma(gamma)
+    k = checks.integer("branches", branches, minimum=1, maximum=MAX_BRANCHES)
     checks.broadcastable(alpha=a, gamma=g)
-    return (1 - a ** (g + 1)) / (1 - a)
+    if k == 1:
+        return (1 - a ** (g + 1)) / (1 - a)
+    positions = np.arange(1, int(np.max(g)) + 1, dtype=float)
+    survive = 1 - (1 - a[..., None] ** positions) ** k
+    return 1 + np.where(positions <= g[..., None], survive, 0.0).sum(axis=-1)
 
 
 def speedup(alpha, gamma, c):
@@ -53,6 +75,75 @@ def speedup(alpha, gamma, c):
     g, cost = _check_gamma(gamma), _check_cost(c)
     checks.broadcastable(alpha=_check_alpha(alpha), gamma=g, c=cost)
     return expected_tokens(alpha, gamma) / (g * cost + 1)
+
+
+# --- Per-position acceptance ---------------------------------------------------------------
+
+def _check_profile(name: str, profile) -> np.ndarray:
+    """A per-position profile: 1 to 1,024 probabilities, each no larger than the one before."""
+    s = checks.array(name, profile, minimum=0.0, maximum=1.0)
+    if s.ndim != 1 or not 1 <= len(s) <= checks.MAX_GAMMA:
+        raise ValueError(f"{name} must be a list of 1 to {checks.MAX_GAMMA} probabilities, got {profile!r}")
+    rises = np.flatnonzero(np.diff(s) > 0)
+    if len(rises):
+        i = int(rises[0]) + 1
+        raise ValueError(f"{name} must not rise with position (the first i drafts cannot all be accepted more "
+                         f"often than the first i − 1), but position {i + 1} has {s[i]:g} after {s[i - 1]:g}")
+    return s
+
+
+def prefix_acceptance(tokens_per_pass) -> np.ndarray:
+    """P(the first i drafted tokens are all accepted), i = 1..n, from measured tokens per pass
+    with 1..n drafts: a(i) − a(i − 1), with a(0) = 1 (see the module docstring for when this
+    holds). Refuses measurements no profile can produce (a rise larger than the one before)."""
+    a = checks.array("tokens_per_pass", tokens_per_pass, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
+    if a.ndim != 1 or not len(a):
+        raise ValueError(f"tokens_per_pass must be a list of tokens per pass at 1, 2, … drafts, "
+                         f"got {tokens_per_pass!r}")
+    return _check_profile("tokens_per_pass (as rises per draft)", np.diff(np.concatenate([[1.0], a])))
+
+
+def position_rates(profile) -> np.ndarray:
+    """The acceptance rate at each position given that every earlier draft was accepted:
+    s_i ÷ s_(i−1) (NaN after a position no pass survives)."""
+    s = _check_profile("profile", profile)
+    before = np.concatenate([[1.0], s[:-1]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(before > 0, s / before, np.nan)
+
+
+def independent_profile(alpha: float, positions: int) -> np.ndarray:
+    """The profile of independent acceptance at rate ``alpha``: αⁱ for i = 1..``positions``."""
+    a = checks.scalar("alpha", alpha, minimum=0.0, exclusive_maximum=1.0)
+    n = checks.integer("positions", positions, minimum=1, maximum=checks.MAX_GAMMA)
+    return a ** np.arange(1, n + 1, dtype=float)
+
+
+def tree_profile(profile, branches: int) -> np.ndarray:
+    """The profile of the best of ``branches`` chains that each follow ``profile`` and fail
+    independently: 1 − (1 − s_i)^k (an assumption: chains drafted by one model from one context
+    may fail together more often, which would make this an overstatement)."""
+    s = _check_profile("profile", profile)
+    k = checks.integer("branches", branches, minimum=1, maximum=MAX_BRANCHES)
+    return 1 - (1 - s) ** k
+
+
+def profile_tokens(profile, drafts):
+    """Expected tokens per target pass with ``drafts`` drafted tokens (0 up to the profile's
+    length; arrays broadcast): 1 + s_1 + … + s_drafts."""
+    s = _check_profile("profile", profile)
+    d = checks.array("drafts", drafts, minimum=0, maximum=checks.MAX_GAMMA, whole=True)
+    if (d > len(s)).any():
+        raise ValueError(f"drafts must be at most the profile's length, {len(s)}, got {float(d.max()):g}")
+    totals = 1 + np.concatenate([[0.0], np.cumsum(s)])
+    return totals[d.astype(int)]
+
+
+def fitted_alpha(tokens_one_draft: float) -> float:
+    """The independent acceptance rate that reproduces tokens per pass measured with one draft:
+    with one draft the closed form is 1 + α."""
+    tokens = checks.scalar("tokens_one_draft", tokens_one_draft, minimum=1.0, exclusive_maximum=2.0)
+    return tokens - 1.0
 
 
 #: A generous acceptance rate and draft length for a general-purpose draft model: the book's
@@ -99,65 +190,131 @@ def simulate(alpha: float, gamma: int, rounds: int, seed: int = 0) -> dict:
     return {"mean": float(tokens.mean()), "stderr": float(tokens.std(ddof=1) / np.sqrt(rounds)), "rounds": rounds}
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.BATCH, context=checks.CONTEXT,
-                  assumptions=roofline.ASSUMED)
-def batch_speedup(model: str, accelerator: str, alpha, gamma, c, batch, context: float = 8704,
-                  assumptions: roofline.Assumptions = roofline.DEFAULTS) -> dict:
-    """Speed-up per user and energy per accepted token at a batch size, from the roofline model.
+# --- Pricing a round -------------------------------------------------------------------------
 
-    A round drafts ``gamma`` tokens (each costing ``c`` plain target steps) and verifies
-    ``gamma + 1`` tokens per sequence in one target pass, producing ``expected_tokens`` tokens
-    per sequence. Without speculation a step produces one token per sequence.
-    Returns arrays: the speed-up, plain and speculative seconds per token, and joules per
-    accepted output token with and without speculation at the chip's rated power.
+MTP, FIXED_COST = "mtp", "cost"
+
+
+def drafters() -> list[str]:
+    """The drafters :func:`round_time` prices: ``"mtp"``, ``"cost"``, and every model of
+    data/model_specs.csv as a separate draft model."""
+    return [MTP, FIXED_COST, *data.load("model_specs")["model"]]
+
+
+def _check_drafter(drafter, c, branches) -> tuple[str, float | None, int]:
+    drafter = checks.choice("drafter", drafter, drafters())
+    c = OPTIONAL_COST("c", c)
+    branches = BRANCHES("branches", branches)
+    if (drafter == FIXED_COST) != (c is not None):
+        raise ValueError(f"c is the fixed cost of drafter {FIXED_COST!r} and only of it: give c with drafter "
+                         f"{FIXED_COST!r}, and no c with drafter {drafter!r}")
+    if branches > 1 and drafter in (MTP, FIXED_COST):
+        raise ValueError(f"branches: tree drafting is modelled with a separate draft model only, not drafter "
+                         f"{drafter!r}")
+    return drafter, c, branches
+
+
+@checks.validated(spec=roofline.SPEC, device=roofline.DEVICE, batch=checks.BATCH, context=checks.CONTEXT,
+                  drafts=serving.DRAFTS, chips=checks.CHIPS, dp_attention=checks.FLAG, drafter=checks.TEXT,
+                  assumptions=roofline.ASSUMED)
+def round_time(spec: roofline.ModelSpec, device: roofline.Chip, batch, context, drafts, chips=1, ep=1,
+               dp_attention=False, drafter: str = MTP, c: float | None = None, branches: int = 1,
+               assumptions: roofline.Assumptions = roofline.DEFAULTS) -> dict:
+    """Seconds of one speculative round on an instance (arrays broadcast), by part: ``plain``
+    (one pass without speculation), ``draft`` (the ``drafts`` draft steps), ``verify`` (the target
+    pass over drafts + 1 tokens per sequence, or k·drafts + 1 for ``branches`` = k chains) and
+    ``round`` (draft + verify). ``drafter`` is ``"mtp"``, ``"cost"`` (with ``c``) or a draft
+    model's name (see the module docstring). A draft model's memory is not checked: it is taken
+    to fit beside the target."""
+    drafter, c, branches = _check_drafter(drafter, c, branches)
+    d = np.asarray(drafts, dtype=float)
+
+    def target(tokens):
+        return parallel.pass_time(spec, device, batch, context, chips, ep, dp_attention, tokens, "decode",
+                                  assumptions)["total"]
+
+    plain = target(1)
+    verify = target(branches * d + 1)
+    if drafter == MTP:
+        # serve's own price for MTP drafts, so that this module and the serving model agree.
+        draft = serving.decode_pass(spec, device, batch, context, chips, ep, dp_attention, d, assumptions) - verify
+    elif drafter == FIXED_COST:
+        draft = d * c * plain
+    else:
+        small = roofline.model_spec(drafter)
+        draft = d * parallel.pass_time(small, device, batch, context, chips, 1, False, branches, "decode",
+                                       assumptions)["total"]
+    shape = np.broadcast(plain, verify, draft).shape
+    parts = {"plain": plain, "draft": draft, "verify": verify, "round": draft + verify}
+    return {k: np.broadcast_to(v, shape).astype(float) for k, v in parts.items()}
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.BATCH, context=checks.CONTEXT,
+                  chips=checks.rule(checks.optional, checks.CHIPS), drafter=checks.TEXT,
+                  precision=serving.PRECISION, assumptions=roofline.ASSUMED)
+def batch_speedup(model: str, accelerator: str, alpha, gamma, batch, context: float = 8704,
+                  assumptions: roofline.Assumptions = roofline.DEFAULTS, drafter: str = MTP, c: float | None = None,
+                  branches: int = 1, chips=None, precision: str = "as_released") -> dict:
+    """Speed-up per user and energy per accepted token at a batch size, from the serving model.
+
+    A round drafts ``gamma`` tokens with ``drafter`` and verifies them in one target pass
+    (:func:`round_time`), yielding :func:`expected_tokens` tokens per sequence at independent
+    acceptance ``alpha``; a plain pass yields one. The instance has ``chips`` chips, by default
+    the fewest that hold the weights and the caches, tensor parallel. Returns arrays: the
+    speed-up, plain and speculative seconds per token, joules per accepted output token with and
+    without speculation at the chip's rated power, and the chips.
     """
-    spec = roofline.model_spec(model)
+    spec = roofline.model_spec(model).with_precision(precision)
     device = roofline.chip(accelerator)
-    batch = np.asarray(batch, dtype=float)
-    g = _check_gamma(gamma)
-    cost = _check_cost(c)
-    checks.broadcastable(alpha=_check_alpha(alpha), gamma=g, c=cost, batch=batch, context=np.asarray(context))
-    chips = roofline.chips_needed(spec, device, batch, context, assumptions)
-    plain = roofline.decode_time(spec, device, batch, context, chips, assumptions)
-    verify = roofline.decode_time(spec, device, batch, context, chips, assumptions, tokens_per_sequence=g + 1)
-    round_time = g * cost * plain + verify
-    tokens = expected_tokens(alpha, g)
-    per_token = round_time / tokens
-    energy_per_second = device.power_w * chips
+    a, g = _check_alpha(alpha), _check_gamma(gamma)
+    checks.broadcastable(alpha=a, gamma=g, batch=np.asarray(batch), context=np.asarray(context))
+    if chips is None:
+        chips = roofline.chips_needed(spec, device, batch, context, assumptions)
+    parts = round_time(spec, device, batch, context, g, chips, 1, False, drafter, c, branches, assumptions)
+    tokens = expected_tokens(a, g, branches)
+    plain = parts["plain"]
+    per_token = parts["round"] / tokens
+    energy_per_second = device.power_w * np.asarray(chips, dtype=float)
     return {
         "speedup": plain / per_token,
         "plain_s_per_token": plain,
         "speculative_s_per_token": per_token,
         "plain_j_per_token": energy_per_second * plain / batch,
         "speculative_j_per_token": energy_per_second * per_token / batch,
-        "chips": chips,
+        "chips": np.broadcast_to(chips, np.shape(per_token)).astype(float),
     }
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=COST,
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=OPTIONAL_COST,
                   max_batch=checks.rule(checks.integer, maximum=65_536))
-def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: float,
+def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: float | None = None,
                     max_batch: int = 4096, **kwargs) -> float:
     """The batch size at which speculation stops paying as batches grow: the smallest batch,
     above the one where the speed-up peaks, with a speed-up of 1 or less. NaN if speculation
-    still pays at ``max_batch``."""
+    still pays at ``max_batch``. ``kwargs`` go to :func:`batch_speedup` (drafter, context, …)."""
     batches = np.arange(1, max_batch + 1, dtype=float)
-    gain = batch_speedup(model, accelerator, alpha, gamma, c, batches, **kwargs)["speedup"]
+    gain = batch_speedup(model, accelerator, alpha, gamma, batches, c=c, **kwargs)["speedup"]
     peak = int(np.argmax(gain))
     losing = np.flatnonzero(gain[peak:] <= 1.0)
     return float(batches[peak + losing[0]]) if len(losing) else float("nan")
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=COST,
-                  context=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS))
-def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float, context: float = 8704,
-                batches=serving.BATCHES) -> pd.DataFrame:
+#: Sequences per instance the batch figures sweep.
+BATCHES = tuple(2 ** i for i in range(11))
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=OPTIONAL_COST,
+                  context=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS), drafter=checks.TEXT,
+                  branches=BRANCHES)
+def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float | None = None,
+                context: float = 8704, batches=BATCHES, drafter: str = MTP, branches: int = 1) -> pd.DataFrame:
     """Speed-up and energy per accepted token across batch sizes, with the crossover batch."""
     batches = serving.batch_list(batches)
-    result = batch_speedup(model, accelerator, alpha, gamma, c, batches, context)
+    options = {"context": context, "drafter": drafter, "c": c, "branches": branches}
+    result = batch_speedup(model, accelerator, alpha, gamma, batches, **options)
     frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
     frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
-    frame["crossover_batch"] = crossover_batch(model, accelerator, alpha, gamma, c, context=context)
+    frame["crossover_batch"] = crossover_batch(model, accelerator, alpha, gamma, **options)
     return frame
 
 

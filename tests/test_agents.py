@@ -56,7 +56,9 @@ def test_simulation_is_deterministic_per_seed():
 
 
 def test_load_trades_latency_for_throughput():
-    curve = load.load_curve(16, [1.0, 4.0, 8.0], requests=800)
+    # Rates below where a cap of 16 saturates (about 4 requests/s): past it, the numbers measure how
+    # long the simulation ran, not a trade-off.
+    curve = load.load_curve(16, [0.5, 1.0, 3.0], requests=800)
     assert curve["throughput_tokens_per_s"].is_monotonic_increasing
     assert curve["p99_s"].is_monotonic_increasing
     energy = load.joules_per_output_token(curve["rated_power_w"], curve["chips"], curve["busy_fraction"],
@@ -155,3 +157,56 @@ def test_an_idle_queue_known_values():
     assert out["p50_s"] == pytest.approx(0.75) and out["mean_s"] == pytest.approx(0.75)
     assert out["busy_fraction"] == pytest.approx(n * 0.75 / (arrivals[-1] + 0.75))
     assert out["throughput_tokens_per_s"] == pytest.approx(2 * (n - warmup) / (arrivals[-1] + 0.75 - arrivals[warmup]))
+
+
+def test_prompts_admitted_together_share_one_prefill_pass():
+    # Three requests a microsecond apart, one output token each, at most two in flight. The first is
+    # admitted alone: prefill 0.25 + step 0.1. The other two arrive meanwhile and are admitted together:
+    # one prefill pass for both (0.4) + a step at batch 2 (0.15). Done 0.9 s after the first arrival,
+    # so 3 tokens over 0.9 s; prefilled one after another (0.25 each) it would take 1.0 s.
+    kwargs = dict(step_time_s=np.array([0.0, 0.1, 0.15]), output_tokens=1, max_batch=2, requests=3, warmup=0, seed=2)
+    together = load.simulate_serving(1e6, prefill_s=np.array([0.0, 0.25, 0.4]), **kwargs)
+    assert together["throughput_tokens_per_s"] == pytest.approx(3 / 0.9, rel=1e-4)
+    apart = load.simulate_serving(1e6, prefill_s=0.25, **kwargs)
+    assert apart["throughput_tokens_per_s"] == pytest.approx(3 / 1.0, rel=1e-4)
+    assert load.simulate_serving(1e6, prefill_s=lambda k: [0.0, 0.25, 0.4][k], **kwargs) == together
+
+
+@pytest.mark.parametrize("prefill", [np.array([0.1, 0.2, 0.3]), np.array([0.0, 0.3, 0.2]), np.array([0.0, 0.1])])
+def test_prefill_times_must_start_at_zero_grow_and_cover_the_cap(prefill):
+    with pytest.raises(ValueError, match="prefill_s"):
+        load.simulate_serving(1.0, prefill_s=prefill, step_time_s=np.ones(3), output_tokens=2, max_batch=2)
+
+
+def test_a_lone_request_pays_the_fixed_cost_of_every_layer_of_every_pass():
+    # At a load so light that the median request runs alone, its latency is one prefill pass and 256
+    # decode steps at batch 1, as the serving model prices them. No bandwidth removes the fixed part:
+    # gpt-oss-120b's 36 layers at 103 µs each, 3.708 ms a pass, 257 passes: at least 0.953 s.
+    from perwatt import catalog, parallel, roofline
+    spec, device = roofline.model_spec(load.LOAD_MODEL), roofline.chip(load.LOAD_ACCELERATOR)
+    isl = float(catalog.workload()["isl_tokens"])
+    prefill = float(parallel.pass_time(spec, device, 1, 0.0, 1, 1, False, isl, "prefill")["total"])
+    step = float(roofline.decode_time(spec, device, 1, isl + load.LOAD_OSL / 2, 1))
+    curve = load.load_curve(16, [0.01], requests=200)
+    assert curve["chips"].iloc[0] == 1
+    assert curve["p50_s"].iloc[0] == pytest.approx(prefill + load.LOAD_OSL * step, rel=1e-9)
+    floor = 257 * 36 * 103e-6
+    assert floor == pytest.approx(0.953, abs=1e-3) and curve["p50_s"].iloc[0] > floor
+
+
+def test_the_simulated_instance_is_latency_bound_alone_and_memory_bound_batched():
+    # The chapter's reading of the simulated instance: at a batch of one most of a decode step is the
+    # fixed cost per layer (36 × 103 µs = 3.708 ms); at 128 the step is still memory-bound: full compute
+    # efficiency would not shorten it, full bandwidth efficiency would.
+    from perwatt import catalog, parallel, roofline, specs
+    spec, device = roofline.model_spec(load.LOAD_MODEL), roofline.chip(load.LOAD_ACCELERATOR)
+    context = float(catalog.workload()["isl_tokens"]) + load.LOAD_OSL / 2
+    one = parallel.pass_time(spec, device, 1, context)
+    assert float(one["fixed"]) == pytest.approx(36 * 103e-6)
+    assert float(one["fixed"] / one["total"]) > 0.5
+
+    def step(assumptions):
+        return float(roofline.decode_time(spec, device, 128, context, 1, assumptions))
+
+    assert step(specs.Assumptions(compute_efficiency=1.0)) == pytest.approx(step(specs.DEFAULTS), rel=1e-9)
+    assert step(specs.Assumptions(bandwidth_efficiency=1.0)) < 0.8 * step(specs.DEFAULTS)

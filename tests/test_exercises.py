@@ -196,6 +196,7 @@ def test_fleet_answers_hang_together():
     assert parity["jal_cost"] == pytest.approx(parity["gb200_cost"], rel=1e-12)
     assert parity["jal_chat_cost"] == pytest.approx(parity["gb200_chat_cost"], rel=1e-12)
     # What the solution says: the GB200 is the cheaper NVIDIA chip for agent calls, the B200 for chat...
+    assert (parity["cheapest_agent"], parity["cheapest_chat"]) == ("gb200", "b200")
     assert parity["gb200_cost"] < parity["b200_cost"] and parity["b200_chat_cost"] < parity["gb200_chat_cost"]
     # ...so at parity Jalapeño can only save what finer rounding saves: nothing once fractions are allowed,
     # a little (less than one GB200 instance-hour) in whole instances.

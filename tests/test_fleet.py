@@ -40,12 +40,13 @@ def test_the_programme_matches_a_brute_force_search():
     assert fleet.assign(workloads, hardware, 0.0, 1.0)["total_usd_per_hour"].iloc[0] == pytest.approx(best)
 
 
-def test_every_workload_is_served_with_whole_chips():
+def test_every_workload_is_served_with_whole_instances():
     frame = fleet.scenario(0.25, 100.0, 0.08)
-    assert (frame["chips"] == frame["chips"].round()).all()
+    assert (frame["instances"] == frame["instances"].round()).all()
+    assert (frame["chips"] == frame["instances"] * frame["chips_per_instance"]).all()
     served = frame.groupby("workload")["output_tokens_per_s"].sum()
-    # Whole chips overshoot the demand by less than the largest chip's capacity.
-    overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["chips"]).max(),
+    # Whole instances overshoot the demand by less than the largest instance's capacity.
+    overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["instances"]).max(),
                                                 include_groups=False)
     for workload, share in (("chat", 0.75), ("agent", 0.25)):
         demand = catalog.assumption("fleet_output_tokens_per_s") * share
@@ -89,7 +90,7 @@ def test_unservable_workload_is_an_error():
 def test_figure_plan_is_the_brute_force_optimum_and_its_costs_add_up():
     # Share 0.75, agents at ≥ 200 tokens/s per user, US$0.20/kWh, PUE 1.1 (direct liquid): the
     # figure's plan checked against a search that never calls the solver (every split of the Jalapeño
-    # supply, the rest filled with whole chips of one NVIDIA kind: a set of feasible plans, so the
+    # supply, the rest filled with whole instances of one NVIDIA kind: a set of feasible plans, so the
     # optimum can be no dearer than its cheapest), and its costs recomputed from the chips' profiles.
     frame = figures.fleet().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
     workloads = fleet.scenario_workloads(0.75, 200.0)
@@ -102,20 +103,21 @@ def test_figure_plan_is_the_brute_force_optimum_and_its_costs_add_up():
     supply = int(jalapeno.supply)
 
     def cheapest(workload: str) -> np.ndarray:
-        # k Jalapeño chips (k = 0 … supply) on this workload, the rest in whole chips of the cheapest
-        # single NVIDIA kind for what is left.
+        # k Jalapeño chips (k = 0 … supply) on this workload, the rest in whole instances of the
+        # cheapest single NVIDIA kind for what is left.
         k = np.arange(supply + 1)
         rest = np.maximum(demand[workload] - k * jalapeno.capacity[workload], 0)
-        fill = np.min([np.ceil(rest / h.capacity[workload] - 1e-9) * hourly[h.name] for h in nvidia], axis=0)
+        fill = np.min([np.ceil(rest / (h.capacity[workload] * h.chips_per_instance(workload)) - 1e-9)
+                       * h.chips_per_instance(workload) * hourly[h.name] for h in nvidia], axis=0)
         return fill + k * hourly["jalapeno"]
 
     chat, agent = cheapest("chat"), cheapest("agent")
     agent_best = np.minimum.accumulate(agent)  # the cheapest agent plan with at most j Jalapeño chips
     best = min(chat[k] + agent_best[supply - k] for k in range(supply + 1))
     assert frame["total_usd_per_hour"].iloc[0] == pytest.approx(best, rel=1e-9)
-    # The plan itself: whole chips, every workload served, Jalapeño within its supply, and the cost it
-    # states is the cost of those chips.
-    assert (frame["chips"] == frame["chips"].round()).all()
+    # The plan itself: whole instances, every workload served, Jalapeño within its supply, and the
+    # cost it states is the cost of those chips.
+    assert (frame["instances"] == frame["instances"].round()).all()
     capacity = {h.name: h.capacity for h in [*nvidia, jalapeno]}
     watts = {h.name: h.power_w for h in [*nvidia, jalapeno]}
     for workload, rows in frame.groupby("workload"):
@@ -127,6 +129,42 @@ def test_figure_plan_is_the_brute_force_optimum_and_its_costs_add_up():
         assert rows["workload_kwh_per_million_tokens"].iloc[0] == pytest.approx(kw / (served * 3600 / 1e6), rel=1e-9)
     assert frame.loc[frame["hardware"] == "jalapeno", "chips"].sum() <= supply
     assert float((frame["chips"] * frame["hardware"].map(hourly)).sum()) == pytest.approx(best, rel=1e-9)
+
+
+def test_whole_instances_known_optimum_and_supply_in_chips():
+    # 100 tokens/s to serve. A: 10 per chip in instances of 8 chips, US$1 a chip-hour; B: 9 per chip,
+    # one chip each, US$1.05. Fractions: 1.25 A instances, US$10. Whole instances: two A instances
+    # (16 chips) cost US$16 and twelve B chips US$12.60, but one A instance (80 tokens/s) and three
+    # B chips (27) cost 8 + 3.15 = US$11.15; two B chips (98 in all) fall short.
+    workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
+    a = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, instance_chips={"w": 8})
+    b = fleet.Hardware("b", "B", 1.05, 1000.0, {"w": 9.0})
+    plan = fleet.assign(workloads, [a, b], 0.0, 1.0).set_index("hardware")
+    assert plan["instances"].to_dict() == {"a": 1.0, "b": 3.0}
+    assert plan["chips"].to_dict() == {"a": 8.0, "b": 3.0}
+    assert plan["total_usd_per_hour"].iloc[0] == pytest.approx(11.15)
+    relaxed = fleet.assign(workloads, [a, b], 0.0, 1.0, integral=False).set_index("hardware")
+    assert relaxed["chips"].to_dict() == pytest.approx({"a": 10.0, "b": 0.0})
+    assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(10.0)
+    # Supply counts chips: seven A chips cannot make one 8-chip instance, so B serves it all (12 chips).
+    short = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, supply=7.0, instance_chips={"w": 8})
+    plan = fleet.assign(workloads, [short, b], 0.0, 1.0).set_index("hardware")
+    assert plan["chips"].to_dict() == {"a": 0.0, "b": 12.0}
+    assert plan["total_usd_per_hour"].iloc[0] == pytest.approx(12.6)
+
+
+def test_profiles_carry_the_instance_of_their_operating_point():
+    # Each NVIDIA profile's capacity is a frontier row's output per chip, and its instance size that
+    # row's chips; Jalapeño's instance size is unpublished, so it is counted in whole chips.
+    workloads = fleet.scenario_workloads(0.5, 100.0)
+    for h in fleet.nvidia_profiles(fleet.MODEL, workloads):
+        for w in workloads:
+            frontier = fleet.serving.frontier(fleet.MODEL, h.name, isl=w.isl_tokens, osl=w.osl_tokens)
+            row = frontier[np.isclose(frontier["output_tokens_per_s_per_chip"], h.capacity[w.name])]
+            assert len(row) >= 1 and row["tokens_per_s_per_user"].min() >= w.min_tokens_per_s_per_user
+            assert h.chips_per_instance(w.name) == int(row["chips"].min())
+    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
+    assert [jalapeno.chips_per_instance(w.name) for w in workloads] == [1, 1]
 
 
 def test_scenario_workloads_split_the_demand_by_the_agent_share():
@@ -175,3 +213,34 @@ def test_capacity_includes_a_point_exactly_at_the_target():
     ok = frontier[frontier["tokens_per_s_per_user"] >= row["tokens_per_s_per_user"]]
     assert fleet.capacity(fleet.MODEL, "gb200", work) == pytest.approx(ok["output_tokens_per_s_per_chip"].max())
     assert fleet.capacity(fleet.MODEL, "gb200", work) >= row["output_tokens_per_s_per_chip"]
+
+
+def test_the_chapters_reading_of_the_default_plan_holds():
+    # The fleet chapter says, at the figure's defaults (half agent calls at ≥ 100 tokens/s per user,
+    # US$0.08/kWh): chat's NVIDIA chips are B200s, with about a GB200's chat capacity; agent calls'
+    # are GB200s; Jalapeño is the cheapest per token for both workloads; and each scarce Jalapeño chip
+    # saves more on agent calls than on chat, which is where the plan puts nearly all of them.
+    plan = fleet.scenario(0.5, 100.0, 0.08)
+    used = plan[plan["chips"] > 0]
+    nvidia_on = {w: set(g.loc[g["hardware"] != "jalapeno", "hardware"]) for w, g in used.groupby("workload")}
+    assert nvidia_on == {"chat": {"b200"}, "agent": {"gb200"}}
+    workloads = fleet.scenario_workloads(0.5, 100.0)
+    profiles = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
+    assert profiles["b200"].capacity["chat"] == pytest.approx(profiles["gb200"].capacity["chat"], rel=0.1)
+    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
+
+    def usd_per_token(h, w):
+        return fleet.hourly_cost(h, 0.08, catalog.facility_pue()) / h.capacity[w]
+
+    saving = {}
+    for w in ("chat", "agent"):
+        cheapest_nvidia = min(usd_per_token(h, w) for h in profiles.values() if h.capacity[w] > 0)
+        assert usd_per_token(jalapeno, w) < cheapest_nvidia
+        saving[w] = jalapeno.capacity[w] * cheapest_nvidia - fleet.hourly_cost(jalapeno, 0.08, catalog.facility_pue())
+    assert saving["agent"] > saving["chat"] > 0
+    on_agent = used.query("hardware == 'jalapeno' and workload == 'agent'")["chips"].sum()
+    assert on_agent > 0.95 * jalapeno.supply
+    # The few on chat are there only because NVIDIA chips come in whole instances: allowed fractions,
+    # the programme puts every Jalapeño chip on agent calls.
+    relaxed = fleet.scenario(0.5, 100.0, 0.08, integral=False)
+    assert relaxed.query("hardware == 'jalapeno' and workload == 'chat'")["chips"].sum() == pytest.approx(0, abs=1e-6)

@@ -69,8 +69,9 @@ def agent_task() -> InteractiveFigure:
         keys=("system", "component"), values=("seconds", "latency_s", "energy_j"), ships=("system_label", "energy_kj", "prefill_s", "decode_s", "tool_total_s"))
 
 
-#: The arrival rates the load figure offers, requests/s.
-LOAD_RATES = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+#: The arrival rates the load figure offers, requests/s: from a light load to past where the
+#: largest cap saturates (a request takes over a second even alone, so the queue fills at a few per second).
+LOAD_RATES = (0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 #: Idle draw the load figure offers, as a share of the rating (the default comes from assumptions.csv).
 IDLE_SHARES = (0.1, 0.2, 0.5, 1.0)
 
@@ -119,7 +120,7 @@ def serving_load() -> InteractiveFigure:
     return InteractiveFigure(
         controls=(
             Control("max_batch", "Largest batch:", (1, 16, 128), 16, "select"),
-            Control("arrival_rate", "Arrival rate, requests/s:", LOAD_RATES, 4.0, "select"),
+            Control("arrival_rate", "Arrival rate, requests/s:", LOAD_RATES, 2.0, "select"),
             Control("idle_power_fraction", "Idle draw, share of rated power (assumed):", IDLE_SHARES,
                     catalog.assumption("idle_power_fraction"), "select"),
         ),

@@ -30,6 +30,7 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         x=alt.X("chips:Q", title="Chips in the cheapest plan", scale=x_scale, stack="zero"), y=y, color=chips,
         order=alt.Order("hardware:N"),
         tooltip=tooltips(("workload_label:N", "Workload"), ("hardware_label:N", "Chip"), ("chips:Q", "Chips", ",.0f"),
+                         ("chips_per_instance:Q", "Chips per instance", ",.0f"),
                          ("workload_usd_per_million_tokens:Q", "US$ per million output tokens", ".4f"),
                          ("workload_kwh_per_million_tokens:Q", "kWh per million output tokens", ".3f")))
     label = base.transform_filter("datum.hardware == 'jalapeno'").mark_text(
@@ -45,9 +46,9 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
 @figure
 def fleet() -> InteractiveFigure:
     """Stacked bars: the number of chips of each kind that the cheapest plan assigns to chat and to
-    agent calls, for the chosen share of agent work, per-user speed target for agent calls and
-    electricity price, with each workload's cost per million output tokens. Jalapeño's profile rests on
-    stated assumptions."""
+    agent calls, in whole serving instances, for the chosen share of agent work, per-user speed target
+    for agent calls and electricity price, with each workload's cost per million output tokens.
+    Jalapeño's profile rests on stated assumptions."""
     return InteractiveFigure(
         controls=(
             Control.slider("agent_share", "Share of output that is agent calls:", 0.0, 1.0, 0.25, 0.5, decimals=2),
@@ -56,4 +57,4 @@ def fleet() -> InteractiveFigure:
         ),
         compute=fleet_frame, draw=_draw_fleet,
         keys=("workload", "hardware"), values=("chips", "workload_usd_per_million_tokens"),
-        ships=("workload_label", "hardware_label", "workload_kwh_per_million_tokens"))
+        ships=("workload_label", "hardware_label", "workload_kwh_per_million_tokens", "chips_per_instance"))
