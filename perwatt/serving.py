@@ -181,10 +181,11 @@ def sweep(model: str, accelerator: str, precision: str = "as_released", isl: flo
           tokens_per_pass: float = 1.0) -> pd.DataFrame:
     """Every layout (:func:`layouts`) at every batch that fits in memory: one row per pair, with
     the layout (chips, ep, dp_attention), the batch, the :func:`serve` results, and ``efficient``,
-    true where no other row beats it on both output tokens/s per chip and tokens/s per user."""
-    w = catalog.workload()
-    isl = float(w["isl_tokens"]) if isl is None else isl
-    osl = float(w["osl_tokens"]) if osl is None else osl
+    true where no other row beats it on both output tokens/s per chip and tokens/s per user.
+    Lengths default to the table workload's mean drawn lengths."""
+    drawn = catalog.lengths()  # the table's workload at its mean drawn lengths, as InferenceX runs it
+    isl = drawn.isl_mean if isl is None else isl
+    osl = drawn.osl_mean if osl is None else osl
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     batch = batch_list(batches)

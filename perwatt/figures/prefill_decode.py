@@ -155,7 +155,7 @@ def _draw_calibration(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     points = base.mark_tick(thickness=2, size=14, opacity=0.7).encode(
         x=x, y=y, color=colour("set", "Points", {"fitted on": "#64748b", "held out": "#c2410c"}), tooltip=tooltip)
     within = calibration.TARGET_PCT / 100
-    band = base.transform_aggregate(points="count()").mark_rect(opacity=0.12, color="#15803d").encode(
+    band = base.transform_aggregate(points="count()").mark_rect(opacity=0.12, color="#15803d", aria=False).encode(
         x=alt.datum(1 - within, scale=log_scale(grid["ratio"], 1.2)), x2=alt.datum(1 + within))
     return framed(alt.layer(band, points), f"The serving model against {grid['point_id'].nunique()} measured InferenceX points",
                   [f"One tick per point: modelled ÷ measured. Shaded: within {calibration.TARGET_PCT} %.",
