@@ -181,12 +181,17 @@ def error_summary(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     frame = frame.copy()
     if by == "concurrency band":
         frame[by] = pd.cut(frame["concurrency"], CONCURRENCY_BANDS, right=True,
-                           labels=["1–8", "9–64", "65–512", "over 512"]).astype(str)
+                           labels=["1–8", "9–64", "65–512", "over 512"])
     elif by not in frame.columns:
         raise ValueError(f"by must be a column of the errors frame or 'concurrency band', got {by!r}")
     frame["abs_error_pct"] = frame["error_pct"].abs()
-    grouped = frame.groupby(["target"] if by == "target" else ["target", by], sort=False)["abs_error_pct"]
-    return grouped.agg(points="size", median_abs_error_pct="median", worst_abs_error_pct="max").reset_index()
+    grouped = frame.groupby(["target"] if by == "target" else ["target", by], sort=False, observed=True)
+    out = grouped["abs_error_pct"].agg(points="size", median_abs_error_pct="median", worst_abs_error_pct="max")
+    out = out.reset_index()
+    if by == "concurrency band":  # bands in their own order, the labels as text
+        out = out.sort_values(["target", by], key=lambda c: c if c.name == by else c.map(list(TARGETS.values()).index))
+        out[by] = out[by].astype(str)
+    return out.reset_index(drop=True)
 
 
 def split(table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
