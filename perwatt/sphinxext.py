@@ -13,6 +13,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
   every chart on a page (both load from disk as well as over http);
 * serves MathJax from the site itself;
+* puts the theme's home link inside a landmark and writes the root redirect page in full, so that
+  axe finds nothing on any page;
 * works around four things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
   duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, bibliography entries
   that are not list items, and asset checksums that differ between a first build and a rebuild.
@@ -24,6 +26,7 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import re
 import shutil
@@ -35,6 +38,7 @@ from sphinx.application import Sphinx
 from perwatt import devtools, render
 
 STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 #: Upstream behaviour this extension works around, by the package and version it was seen in:
 #: package -> (version the workaround was written for, what it works around).
@@ -147,6 +151,8 @@ def _config_inited(app: Sphinx, config) -> None:
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    # First, so that its navbar-logo.html stands in for the theme's (which it includes).
+    config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}
 
@@ -172,6 +178,37 @@ def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
     """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
     if exception is None and app.builder.format == "html":
         shutil.copyfile(STATIC_DIR / "favicon.ico", Path(app.outdir) / "favicon.ico")
+
+
+#: The site's root page: the browser goes on to the first chapter at once. Written in full (a
+#: language, a title, a heading and a link inside a landmark) for a reader whose browser does not
+#: follow the refresh, and for a screen reader that announces the page before it goes.
+ROOT_REDIRECT = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Refresh" content="0; url={url}">
+<title>{title}</title>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p><a href="{url}">Open the book</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+def _write_root_redirect(app: Sphinx, exception: Exception | None) -> None:
+    """Instead of the one-line redirect sphinx-external-toc writes when the site has no index
+    page, which has no language, title or landmark (axe reports all three)."""
+    if exception is not None or app.builder.format != "html" or app.config.root_doc == "index":
+        return
+    url = app.builder.get_target_uri(app.config.root_doc)
+    (Path(app.outdir) / "index.html").write_text(
+        ROOT_REDIRECT.format(url=html.escape(url, quote=True), title=html.escape(app.config.html_title or app.config.project)),
+        encoding="utf-8")
 
 
 def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -250,6 +287,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
+    app.connect("build-finished", _write_root_redirect, priority=400)  # before sphinx-external-toc's
     app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
