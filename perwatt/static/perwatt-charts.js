@@ -27,23 +27,8 @@ async function drawChart(specElement) {
   let spec, result;
   try {
     spec = JSON.parse(specElement.textContent);
-    let parts = [];
-    let legends = [];
-    const column = columnWidth(target);
-    const patch = (vgSpec) => {
-      parts = wrappedParts(vgSpec);
-      legends = legendParts(vgSpec);
-      return withSignals(vgSpec, column, parts, legends);
-    };
-    // A chart out of the layout (no width yet) is drawn at its own width, as it was designed.
-    const options = { actions: false, renderer: "svg", patch: column > 0 ? patch : undefined };
-    result = await window.vegaEmbed(target, column > 0 ? fitToColumn(spec) : spec, options);
+    result = await embedInColumn(target, spec);
     registry.embeds[target.id] = result;
-    if (column > 0) {
-      const fitter = new Fitter(target, result.view, parts, legends);
-      await fitter.fit();
-      fitter.follow();
-    }
     target.dataset.rendered = "true";
   } catch (error) {
     target.dataset.rendered = "error";
@@ -57,6 +42,31 @@ async function drawChart(specElement) {
     // The chart itself is fine; a reader only loses the extras.
     console.warn("perwatt: no tools for chart " + target.id, error);
   }
+}
+
+// Draws a chart at its column's width, fitted to it (see Fitter). A chart out of the layout (in a
+// closed box, say: no width yet) is drawn at the width it was designed at.
+async function embedInColumn(target, spec) {
+  const options = { actions: false, renderer: "svg" };
+  const column = columnWidth(target);
+  if (column <= 0) return window.vegaEmbed(target, spec, options);
+  let parts = [];
+  let legends = [];
+  options.patch = (vgSpec) => {
+    parts = wrappedParts(vgSpec);
+    legends = legendParts(vgSpec);
+    return withSignals(vgSpec, column, parts, legends);
+  };
+  const result = await window.vegaEmbed(target, fitToColumn(spec), options);
+  const fitter = new Fitter(target, result.view, parts, legends);
+  try {
+    await fitter.fit();
+  } catch (error) {
+    // Drawn, only perhaps a little wider than the column, which then scrolls.
+    console.warn("perwatt: chart " + target.id + " not fitted to its column", error);
+  }
+  fitter.follow();
+  return result;
 }
 
 // The figures give a width in pixels for the plot; on the page the chart takes its column's width
