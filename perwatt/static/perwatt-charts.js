@@ -44,12 +44,13 @@ async function drawChart(specElement) {
   }
 }
 
-// Draws a chart at its column's width, fitted to it (see Fitter). A chart out of the layout (in a
-// closed box, say: no width yet) is drawn at the width it was designed at.
+// Draws a chart at its column's width, fitted to it (see Fitter). As designed, instead: a chart
+// whose width is not a number of pixels (one sized by its steps, say), and one out of the layout
+// (in a closed box: no width yet).
 async function embedInColumn(target, spec) {
   const options = { actions: false, renderer: "svg" };
   const column = columnWidth(target);
-  if (column <= 0) return window.vegaEmbed(target, spec, options);
+  if (column <= 0 || typeof spec.width !== "number") return window.vegaEmbed(target, spec, options);
   let parts = [];
   let legends = [];
   options.patch = (vgSpec) => {
@@ -72,7 +73,6 @@ async function embedInColumn(target, spec) {
 // The figures give a width in pixels for the plot; on the page the chart takes its column's width
 // instead (Vega-Lite's "container" width: the plot gets what axes, legend and labels leave).
 function fitToColumn(spec) {
-  if (typeof spec.width !== "number") return spec;
   // Only the width follows: the figure's height stays as designed, whatever its axes need.
   return Object.assign({}, spec, { width: "container", autosize: { type: "fit-x", contains: "padding" } });
 }
