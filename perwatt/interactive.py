@@ -48,9 +48,13 @@ READOUT_EM = 5.0
 LABEL_EM_PER_CHAR = 0.55
 
 #: A slider's track keeps its width in any row: when the panel is too narrow for label, track and
-#: readout on one line, the track wraps below its label instead of shrinking to nothing.
+#: readout on one line, the track wraps below its label instead of shrinking to nothing, and the
+#: slider grows to hold both lines (a widget row's fixed height would lay the track over the next one).
 PANEL_STYLE = ("<style>.perwatt-panel .widget-hslider .slider-container"
-               f" {{ min-width: {SLIDER_MIN_TRACK_EM:g}em; flex: 1 1 auto; }}</style>")
+               f" {{ min-width: {SLIDER_MIN_TRACK_EM:g}em; flex: 1 1 auto; }}"
+               " .perwatt-panel .widget-hslider { height: auto; min-height: var(--jp-widgets-inline-height); }</style>")
+#: As wide as the panel at most, its margins included.
+FULL_WIDTH = "calc(100% - 2 * var(--jp-widgets-margin))"
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class Control:
             return widgets.FloatSlider(
                 value=self.default, min=self.options[0], max=self.options[-1], step=self.step,
                 description=self.label, readout_format=f".{decimals}f", style=style,
-                continuous_update=True, layout=widgets.Layout(width=width, max_width="100%", flex="0 0 auto", flex_flow="row wrap"),
+                continuous_update=True, layout=widgets.Layout(width=width, max_width=FULL_WIDTH, flex="0 0 auto", flex_flow="row wrap"),
             )
         choices = [(self.label_for(v), v) for v in self.options]
         if self.widget == "radio":

@@ -17,6 +17,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   themselves, so no page loads a math library;
 * keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
   same icons from a web font);
+* puts the theme's home link inside a landmark and writes the root redirect page in full, so that
+  axe finds nothing on any page;
 * works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
   duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode and its icon script,
   bibliography entries that are not list items, asset checksums that differ between a first build
@@ -29,6 +31,7 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import re
 import shutil
@@ -157,6 +160,7 @@ def _config_inited(app: Sphinx, config) -> None:
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    # First, so that its navbar-logo.html stands in for the theme's (which it includes).
     config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}
@@ -183,6 +187,37 @@ def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
     """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
     if exception is None and app.builder.format == "html":
         shutil.copyfile(STATIC_DIR / "favicon.ico", Path(app.outdir) / "favicon.ico")
+
+
+#: The site's root page: the browser goes on to the first chapter at once. Written in full (a
+#: language, a title, a heading and a link inside a landmark) for a reader whose browser does not
+#: follow the refresh, and for a screen reader that announces the page before it goes.
+ROOT_REDIRECT = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Refresh" content="0; url={url}">
+<title>{title}</title>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p><a href="{url}">Open the book</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+def _write_root_redirect(app: Sphinx, exception: Exception | None) -> None:
+    """Instead of the one-line redirect sphinx-external-toc writes when the site has no index
+    page, which has no language, title or landmark (axe reports all three)."""
+    if exception is not None or app.builder.format != "html" or app.config.root_doc == "index":
+        return
+    url = app.builder.get_target_uri(app.config.root_doc)
+    (Path(app.outdir) / "index.html").write_text(
+        ROOT_REDIRECT.format(url=html.escape(url, quote=True), title=html.escape(app.config.html_title or app.config.project)),
+        encoding="utf-8")
 
 
 def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -269,6 +304,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
+    app.connect("build-finished", _write_root_redirect, priority=400)  # before sphinx-external-toc's
     app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")
     mathml.setup(app)

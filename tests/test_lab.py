@@ -40,10 +40,14 @@ def lab(tmp_path_factory):
     spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": spec}), root / "panels.ipynb")
     port = _free_port()
+    # Its own workspace and settings: JupyterLab keeps the last session's layout in the user's home,
+    # and one left with a wide side panel squeezes the notebook to a sliver.
+    state = tmp_path_factory.mktemp("lab-state")
     env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--allow-root",
          "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         f"--LabApp.workspaces_dir={state / 'workspaces'}", f"--LabApp.user_settings_dir={state / 'settings'}",
          "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
@@ -96,6 +100,22 @@ def _tracks(page) -> list[tuple[str, float]]:
             / parseFloat(getComputedStyle(w).fontSize)])""")
 
 
+#: For each panel: how far its controls reach past the right edge of the cell's output area, in
+#: pixels (0 or less: inside), and the labels of any two controls drawn over each other.
+CONTROL_LAYOUT = """() => [...document.querySelectorAll('.perwatt-panel')].map((panel) => {
+  const edge = panel.closest('.jp-OutputArea-output').getBoundingClientRect().right;
+  const controls = [...panel.querySelectorAll('.widget-hslider, .widget-radio, .widget-dropdown')];
+  const boxes = controls.map((c) => c.getBoundingClientRect());
+  const overlapping = [];
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach((b, j) => {
+    if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) {
+      overlapping.push([i, i + 1 + j].map((k) => controls[k].querySelector('.widget-label').textContent));
+    }
+  }));
+  return { past: Math.max(...boxes.map((b) => b.right - edge)), overlapping };
+})"""
+
+
 def test_every_panel_chart_draws_with_no_network(notebook_page):
     page, offsite = notebook_page
     assert page.get_by_text("Click to show javascript error").count() == 0
@@ -112,6 +132,11 @@ def test_every_slider_keeps_a_usable_track(notebook_page, width):
     assert len(tracks) == sliders
     narrow = [(label, round(em, 1)) for label, em in tracks if em < interactive.SLIDER_MIN_TRACK_EM]
     assert narrow == [], f"at {width}px"
+    # Kept wide, and still inside the cell, each control clear of the others: a slider too wide
+    # for its row wraps, its track below its label, and the next control moves down to make room.
+    layout = page.evaluate(CONTROL_LAYOUT)
+    assert [p["past"] for p in layout if p["past"] > 0.5] == [], f"at {width}px"
+    assert [p["overlapping"] for p in layout if p["overlapping"]] == [], f"at {width}px"
 
 
 def test_myst_markup_renders_in_jupyterlab(notebook_page):
