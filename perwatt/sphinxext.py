@@ -274,9 +274,13 @@ HANDOUT_DIR = "handouts"
 
 
 def _handout_names(app: Sphinx) -> dict[str, str]:
+    """Each chapter page's handout file name; worked out once per build, not once per page (each
+    time it reads every chapter)."""
     from perwatt import handouts
 
-    return {f"chapters/{p.stem}": handouts.filename(p) for p in devtools.chapter_files()}
+    if not hasattr(app, "perwatt_handout_names"):
+        app.perwatt_handout_names = {f"chapters/{p.stem}": handouts.filename(p) for p in devtools.chapter_files()}
+    return app.perwatt_handout_names
 
 
 def _offer_student_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
