@@ -35,8 +35,9 @@ book: $(STAMP)
 	$(BIN)/python -m perwatt.devtools build
 	@echo "Open _build/html/index.html, or serve it: $(BIN)/python -m http.server -d _build/html 8000 --bind 127.0.0.1"
 
+# One pytest worker per core (pytest-xdist); tests/conftest.py decides what runs once and what stays together.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 check: $(STAMP)
 	$(BIN)/python -m pytest -m "$(FAST)"

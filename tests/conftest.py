@@ -4,11 +4,25 @@ The build fixture builds the book from scratch into a temporary folder (fresh
 jupyter-cache, every chapter executed) with the same strict flags as ``make book``
 (:data:`perwatt.devtools.BUILD_FLAGS`). Set ``PERWATT_SITE`` to an existing ``_build/html``
 to reuse it while iterating locally; CI never sets it.
+
+``make test`` spreads the tests over the machine's cores with pytest-xdist. Work that several
+tests read is done once per run, not once per worker (:func:`once_per_run`): the book's build,
+which starts in the background as soon as a worker's session begins, a second clean build for
+the reproducibility and cache checks, and the tour of every page in Chromium. The tests of a
+module with a module-scoped fixture (a JupyterLab, a kernel, a bare virtual environment) all
+run on one worker, so that fixture is set up once.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +38,113 @@ class Build:
     returncode: int
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every worker of this run shares (each xdist worker's own temp folder sits inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Hold ``lock`` against the other workers of this run (and the other threads of this one)."""
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[Path], dict]) -> dict:
+    """``compute(folder)``, run by whichever worker asks first, in a fresh folder of its own; every
+    worker gets its result (which must be JSON). An error is reported to each worker that asks."""
+    folder = run_folder(tmp_path_factory) / name
+    outcome = folder.with_suffix(".json")
+    with exclusive(folder.with_suffix(".lock")):
+        if not outcome.exists():
+            folder.mkdir()
+            try:
+                result = {"value": compute(folder)}
+            except Exception as err:
+                result = {"error": f"{type(err).__name__}: {err}"}
+            outcome.write_text(json.dumps(result), encoding="utf-8")
+    result = json.loads(outcome.read_text(encoding="utf-8"))
+    if "error" in result:
+        pytest.fail(f"{name} failed: {result['error']}")
+    return result["value"]
+
+
+def _build(folder: Path) -> dict:
+    proc = devtools.build(folder)
+    return {"log": proc.stdout + proc.stderr, "returncode": proc.returncode}
+
+
+#: The files two builds of one source must agree on, byte for byte.
+COMPARED = (".html", ".js", ".css", ".json", ".csv")
+
+
+def digests(site: Path) -> dict[str, str]:
+    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(site.rglob("*")) if p.is_file() and p.suffix in COMPARED}
+
+
+def _second_build(folder: Path) -> dict:
+    built = _build(folder)
+    assert built["returncode"] == 0, built["log"][-6000:]
+    # Taken now: a test rebuilds this folder afterwards.
+    return {"digests": digests(folder / "_build" / "html")}
+
+
+def _uses(item: pytest.Item, fixture: str) -> bool:
+    return fixture in getattr(item, "fixturenames", ())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _builds_start_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Start the builds the selected tests need as soon as the session begins, in the background:
+    the other tests run meanwhile, and the first to need a build waits only for what is left of it."""
+    if os.environ.get("PERWATT_SITE"):
+        return
+    needed = [(name, compute) for fixture, name, compute in (("book_build", "book", _build),
+                                                              ("second_build", "second-build", _second_build))
+              if any(_uses(item, fixture) for item in request.session.items)]
+    if not needed:
+        return
+    run_folder(tmp_path_factory)  # made here, not raced for by the thread
+
+    def build_all() -> None:
+        for name, compute in needed:
+            try:
+                once_per_run(tmp_path_factory, name, compute)
+            except BaseException:  # noqa: BLE001 (reported to the tests that ask for it)
+                pass
+
+    threading.Thread(target=build_all, daemon=True).start()
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     reuse = os.environ.get("PERWATT_SITE")
     if reuse:
         return Build(Path(reuse).resolve(), "", 0)
-    out = tmp_path_factory.mktemp("book")
-    proc = devtools.build(out)
-    return Build(out / "_build" / "html", proc.stdout + proc.stderr, proc.returncode)
+    result = once_per_run(tmp_path_factory, "book", _build)
+    return Build(run_folder(tmp_path_factory) / "book" / "_build" / "html", result["log"], result["returncode"])
+
+
+@dataclass(frozen=True)
+class SecondBuild:
+    html: Path
+    #: Its files as the clean build wrote them, before any test rebuilt it.
+    digests: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def second_build(tmp_path_factory: pytest.TempPathFactory) -> SecondBuild:
+    """A second clean build of the same source, in its own folder: the first is only ever read."""
+    if os.environ.get("PERWATT_SITE"):
+        pytest.skip("reusing a prebuilt site; this needs the tests' own clean builds of this source")
+    result = once_per_run(tmp_path_factory, "second-build", _second_build)
+    return SecondBuild(run_folder(tmp_path_factory) / "second-build" / "_build" / "html", result["digests"])
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +173,34 @@ def browser():
             pytest.fail(f"{devtools.NO_BROWSER}\n(Playwright said: {str(err).splitlines()[0]})")
         yield launched
         launched.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # In the order the background builds finish: first what needs neither build (it runs while
+    # the book builds), then what reads the book, last what needs the second build (started after
+    # the first), so that no worker sits waiting for a build while other work is left.
+    items.sort(key=lambda item: 2 if _uses(item, "second_build") else 1 if _uses(item, "book_build") else 0)
+
+
+_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\(scope\s*=\s*["']module["']""")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Spread single tests over the workers, except that a module with a module-scoped fixture goes
+    to one worker whole. (xdist's own --dist loadgroup cannot do this under pytest 9.2: it marks a
+    group by renaming the test's node id, which pytest no longer reads.)"""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    together = {path.relative_to(config.rootpath).as_posix() for path in Path(__file__).parent.glob("test_*.py")
+                if _MODULE_FIXTURE.search(path.read_text(encoding="utf-8"))}
+
+    class ModulesWithFixturesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in together else nodeid
+
+    config.option.loadscopereorder = False  # keep the order collection chose
+    return ModulesWithFixturesTogether(config, log)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import once_per_run
 from tolerances import SHIPPED_RTOL
 
 from perwatt import figures
@@ -86,8 +87,7 @@ class PageVisit:
         self.context.close()
 
 
-@pytest.fixture(scope="module")
-def pages_checked(site, site_url, browser):
+def _tour(site: Path, site_url: str, browser) -> dict:
     visits = {}
     for path in reader_pages(site):
         visit = PageVisit(browser, site_url, path)
@@ -105,6 +105,13 @@ def pages_checked(site, site_url, browser):
                         "charts": charts, "formulas": formulas}
         visit.close()
     return visits
+
+
+@pytest.fixture(scope="session")
+def pages_checked(site, request, tmp_path_factory):
+    """Every reader page, visited once per run, by whichever worker asks first."""
+    return once_per_run(tmp_path_factory, "pages-checked", lambda _: _tour(
+        site, request.getfixturevalue("site_url"), request.getfixturevalue("browser")))
 
 
 def test_every_reader_page_was_visited(pages_checked):

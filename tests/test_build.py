@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import digests
 
 from perwatt import accounting, devtools, render, sphinxext
 
@@ -49,6 +50,17 @@ def test_build_succeeds_with_zero_warnings(book_build):
     sphinx_warnings = re.findall(r"^.*(?:WARNING|ERROR):.*$", book_build.log, flags=re.MULTILINE)
     sphinx_warnings = [w for w in sphinx_warnings if "[IPKernelApp]" not in w]
     assert sphinx_warnings == []
+
+
+def test_a_clean_build_executes_the_chapters_side_by_side_and_myst_nb_finds_them_cached(book_build):
+    if "PERWATT_SITE" in os.environ:
+        pytest.skip("reusing a prebuilt site; its build log is not at hand")
+    log = book_build.log
+    notebooks = devtools.chapter_files()
+    assert f"perwatt: executing {len(notebooks)} notebooks" in log, log[-3000:]
+    assert log.count("perwatt: executed ") == len(notebooks)
+    # Had the extension read a chapter differently from myst-nb, the cache would miss and myst-nb run it again.
+    assert log.count("Using cached notebook") == len(notebooks) and "Executing notebook" not in log
 
 
 def test_every_toc_file_and_only_those_became_a_page(site):
@@ -206,17 +218,15 @@ def test_each_figure_cell_shows_its_chart_and_no_dead_control(site):
     assert "perwatt-live-note" not in page and "jupyter-widgets" not in page
 
 
-def test_unchanged_chapters_are_not_executed_again(book_build, site):
-    if "PERWATT_SITE" in os.environ:
-        pytest.skip("reusing a prebuilt site; the cache check needs the test's own build folder")
-    out = site.parent.parent
+def test_unchanged_chapters_are_not_executed_again(second_build):
     # --all re-reads every source; jupyter-cache must still serve every chapter unexecuted.
-    proc = devtools.build(out, "--all", timeout=600)
+    proc = devtools.build(second_build.html.parent.parent, "--all", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
     notebooks = devtools.chapter_files()  # plain Markdown pages (glossary, references) are never executed
     assert log.count("Using cached notebook") == len(notebooks), log[-3000:]
     assert "Executing notebook" not in log
+    assert "perwatt: executing" not in log
 
 
 def test_model_changes_invalidate_the_execution_cache(tmp_path):
@@ -323,16 +333,10 @@ def test_internal_links_and_anchors_resolve(site):
     assert broken == []
 
 
-def test_two_clean_builds_give_byte_identical_html(book_build, site, tmp_path):
-    if "PERWATT_SITE" in os.environ:
-        pytest.skip("reusing a prebuilt site; reproducibility needs two clean builds of this source")
-    proc = devtools.build(tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    second = tmp_path / "_build" / "html"
-    first_files = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".css", ".json", ".csv"))
-    second_files = sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".css", ".json", ".csv"))
-    assert first_files == second_files
-    differing = [str(f) for f in first_files if (site / f).read_bytes() != (second / f).read_bytes()]
+def test_two_clean_builds_give_byte_identical_html(site, second_build):
+    first = digests(site)
+    assert sorted(first) == sorted(second_build.digests)
+    differing = [name for name in first if first[name] != second_build.digests[name]]
     assert differing == []
 
 

@@ -4,6 +4,7 @@ chapter's visible code and nothing else, the same bytes every time, students' ed
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -147,14 +148,22 @@ def test_without_a_built_book_the_error_says_to_build(tmp_path):
         handouts.write(tmp_path / "out", build=tmp_path / "no-build")
 
 
+def _run(path: Path) -> list[str]:
+    """One handout in a fresh kernel started in its own folder: the errors its cells printed."""
+    notebook = _read(path)
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return [f"{o.ename}: {o.evalue}" for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "error"]
+
+
 @pytest.mark.slow
 def test_every_handout_runs_top_to_bottom_from_its_own_folder(written):
     """Each notebook, in a fresh kernel started in the handouts folder: the chapter's visible code,
-    after its setup cell and nothing else, runs as a student would run it."""
-    for path in written:
-        notebook = _read(path)
-        NotebookClient(notebook, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-        errors = [f"{o.ename}: {o.evalue}" for c in notebook.cells if c.cell_type == "code" for o in c.outputs
-                  if o.output_type == "error"]
-        assert errors == [], f"{path.name}: {errors}"
+    after its setup cell and nothing else, runs as a student would run it. (As many kernels at once
+    as there are cores: each is its own process, so threads are enough to drive them.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        for path, errors in zip(written, pool.map(_run, written)):
+            assert errors == [], f"{path.name}: {errors}"

@@ -94,7 +94,7 @@ def _figures_in(site: Path) -> dict[str, dict]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def where(site) -> dict[str, dict]:
     found = _figures_in(site)
     assert set(FIGURES) <= set(found), f"figures not found in a <figure>: {set(FIGURES) - set(found)}"
