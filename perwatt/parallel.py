@@ -58,7 +58,7 @@ class Layout:
 
     def __post_init__(self) -> None:
         checks.integer("chips", self.chips, maximum=checks.MAX_CHIPS)
-        checks.integer("ep", self.ep, maximum=self.chips)
+        checks.integer("ep", self.ep, maximum=checks.MAX_CHIPS)
         checks.flag("dp_attention", self.dp_attention)
         if self.chips % self.ep:
             raise ValueError(f"ep must divide chips: {self.ep} expert groups cannot split {self.chips} chips")
@@ -69,7 +69,15 @@ class Layout:
         return f"{self.chips} chips, EP{self.ep}, {attention}"
 
 
-LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS}
+def flags(name: str, value) -> np.ndarray:
+    """A boolean or an array of booleans (one per layout of a sweep)."""
+    array = np.asarray(value)
+    if array.dtype != bool:
+        raise ValueError(f"{name} must be True or False (or an array of them), got {value!r}")
+    return array
+
+
+LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS, "dp_attention": flags}
 
 
 def _layout_arrays(chips, ep, dp_attention):

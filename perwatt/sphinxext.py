@@ -40,7 +40,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools, mathml, render
+from perwatt import devtools, execution, mathml, render
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -120,70 +120,6 @@ def _invalidate_stale_cache(app: Sphinx, config) -> None:
 def _reread_all_if_model_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
     """Sphinx only re-reads edited sources; after a model change every chapter must run again."""
     return sorted(env.found_docs) if getattr(app, "perwatt_model_changed", False) else []
-
-
-def _stale_notebooks(env, docnames: list[str]) -> list[tuple[Path, object, dict | None]]:
-    """The documents about to be read that are notebooks jupyter-cache has no outputs for, each
-    read exactly as myst-nb reads it (so the cache entry written for it is the one myst-nb looks up)."""
-    from jupyter_cache import get_cache
-    from myst_nb.core.read import create_nb_reader
-
-    cache = get_cache(env.mystnb_config.execution_cache_path or ".jupyter_cache")
-    stale = []
-    for docname in docnames:
-        path = Path(env.doc2path(docname))
-        text = path.read_text(encoding="utf-8")
-        reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
-        if reader is None:
-            continue  # plain Markdown, never executed
-        notebook = reader.read(text)
-        try:
-            cache.match_cache_notebook(notebook)
-        except KeyError:
-            stale.append((path, notebook, reader.read_fmt))
-    return stale
-
-
-def _execute_side_by_side(app: Sphinx, env, docnames: list[str]) -> None:
-    """myst-nb executes each notebook while Sphinx reads it, one after another, so a clean build
-    keeps one core busy. Execute the stale ones first, one fresh kernel per notebook and as many at
-    once as there are cores, and cache them as myst-nb would; reading then finds every one cached.
-    A notebook that fails here is left uncached, and myst-nb runs it again and reports its error."""
-    config = env.mystnb_config
-    if config.execution_mode != "cache":
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-    from jupyter_cache.executors.utils import single_nb_execution
-    from sphinx.util import logging
-
-    stale = _stale_notebooks(env, docnames)
-    workers = min(len(stale), os.cpu_count() or 1)
-    if workers < 2:
-        return  # nothing to overlap: myst-nb's own execution is the same work
-    # The longest first, so that no long notebook starts last while the other cores sit idle.
-    stale.sort(key=lambda item: -sum(len(c.source) for c in item[1].cells if c.cell_type == "code"))
-
-    def execute(item):
-        path, notebook, _ = item
-        # Threads suffice: the work is in the kernels, each its own process.
-        return single_nb_execution(notebook, cwd=str(path.parent), timeout=config.execution_timeout,
-                                   allow_errors=config.execution_allow_errors, meta_override=True)
-
-    logger = logging.getLogger(__name__)
-    logger.info(f"perwatt: executing {len(stale)} notebooks, {workers} at a time")
-    with ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(execute, stale))
-    cache = get_cache(config.execution_cache_path or ".jupyter_cache")
-    for (path, notebook, read_fmt), result in zip(stale, results):
-        if result.err is not None:
-            continue
-        record = cache.add_nb_to_project(str(path), **({"read_data": read_fmt} if read_fmt else {}))
-        cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": result.time}),
-                                    check_validity=False, overwrite=True)
-        logger.info(f"perwatt: executed {path.name} in {result.time:.2f} seconds")
 
 
 def _check_patched_versions() -> None:
@@ -365,7 +301,7 @@ def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
-    app.connect("env-before-read-docs", _execute_side_by_side)
+    app.connect("env-before-read-docs", execution.execute_side_by_side)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _add_chart_scripts)
     app.connect("html-page-context", _pack_chart_specs)

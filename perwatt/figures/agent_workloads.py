@@ -92,8 +92,8 @@ def serving_load_frame(max_batch: int, arrival_rate: float, idle_power_fraction:
 
 
 def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
-    x = alt.X("rate_rps:Q", title="Arrival rate, requests/s (log)",
-              scale=alt.Scale(type="log", domain=[LOAD_RATES[0], LOAD_RATES[-1]], nice=False))
+    rates = alt.Scale(type="log", domain=[LOAD_RATES[0], LOAD_RATES[-1]], nice=False)
+    x = alt.X("rate_rps:Q", title="Arrival rate, requests/s (log)", scale=rates)
     y_scale = alt.Scale(type="log", domain=[float(grid["p50_s"].min()) / 1.5, float(grid["p99_s"].max()) * 1.5],
                         nice=False)
     lines = base.transform_fold(["p50_s", "p99_s"], as_=["statistic", "latency"]).mark_line(point=True).encode(
@@ -102,7 +102,10 @@ def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
                      labelExpr="datum.label == 'p50_s' ? 'median' : '99th percentile'"))
     chosen = base.transform_filter("datum.selected")
     rule = chosen.mark_rule().encode(x=x)
-    text = chosen.mark_text(align="left", dx=6, y=12, fontSize=12).encode(x=x, text="summary:N")
+    # At the plot's left edge rather than beside the rule: beside a rule near the right, the summary
+    # would run past the chart's edge on a narrow screen.
+    text = chosen.mark_text(align="left", dx=4, y=12, fontSize=11).encode(
+        x=alt.datum(LOAD_RATES[0], scale=rates), text="summary:N")
     chart = alt.layer(lines, rule, text).transform_calculate(
         summary="format(datum.throughput_tokens_per_s, ',.0f') + ' tok/s, p99 ' + format(datum.p99_s, '.2f') "
                 "+ ' s, ' + format(datum.joules_per_output_token, '.2f') + ' J/token'")

@@ -96,8 +96,8 @@ def model_control() -> Control:
                    tuple(table["model_label"]))
 
 
-def accelerator_control(default: str = "gb200") -> Control:
-    names = tuple(roofline.known_chips())
+def accelerator_control(default: str = "gb200", names: tuple[str, ...] | None = None) -> Control:
+    names = tuple(roofline.known_chips()) if names is None else names
     return Control("accelerator", "Accelerator:", names, default, "select",
                    tuple(catalog.accelerator_label(n) for n in names))
 

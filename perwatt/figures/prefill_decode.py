@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from perwatt import calibration, catalog, data, serving
+from perwatt import calibration, catalog, serving
 from perwatt import roofline as roofline_model
 from perwatt.figures.kit import (PHASE_COLOURS, ROOF_COLOUR, SYSTEM_COLOURS, accelerator_control, colour, figure, framed,
                                  log_scale, model_control, model_order, precision_control, tooltips)
@@ -73,7 +73,7 @@ def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     tooltip = tooltips(("layout:N", "Instance"), ("batch:Q", "Sequences per instance"),
                        ("tokens_per_s_per_user:Q", "Tokens/s per user", ",.0f"),
                        ("output_tokens_per_s_per_chip:Q", "Output tokens/s per chip", ",.0f"),
-                       ("ttft_s:Q", "Mean TTFT, s", ".2f"), ("joules_per_output_token:Q", "J per output token", ".3f"))
+                       ("joules_per_output_token:Q", "J per output token", ".3f"))
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60), color=SYSTEM_COLOURS["GB200"]).encode(
         x=x, y=y, order="tokens_per_s_per_user:Q", tooltip=tooltip)
     labels = base.transform_filter("indexof([1, 8, 64, 512, 4096], datum.batch) >= 0").mark_text(
@@ -84,18 +84,25 @@ def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
                    "Points beaten on both axes by another layout or batch are left out."], 460, 280)
 
 
+#: The chips the frontier figure offers: one per generation and form (HGX node or NVL72 rack) and
+#: AMD's newest, so that a page carrying every setting's frontier stays light.
+FRONTIER_CHIPS = ("h100", "b200", "gb200", "gb300", "mi355x")
+#: The table's workload and the one the chapter sets against it (long outputs from short prompts).
+FRONTIER_WORKLOADS = ("8k/1k", "1k/8k")
+
+
 @figure
 def frontier() -> InteractiveFigure:
     """Line chart on log-log axes: output tokens per second per chip against tokens per second per user,
     one point per instance layout and batch size that no other beats on both, for the chosen model,
     accelerator, weight precision and workload."""
     return InteractiveFigure(
-        controls=(model_control(), accelerator_control(), precision_control(),
-                  Control("workload", "Workload (input/output):", tuple(data.load("workloads")["workload"]),
-                          catalog.table_workload(), "select")),
+        controls=(model_control(), accelerator_control(names=FRONTIER_CHIPS), precision_control(),
+                  Control("workload", "Workload (input/output):", FRONTIER_WORKLOADS, catalog.table_workload(),
+                          "select")),
         compute=frontier_frame, draw=_draw_frontier, keys=("layout", "batch"),
         values=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"),
-        ships=("chips", "ttft_s", "joules_per_output_token"),
+        ships=("chips", "joules_per_output_token"),
         frontier=("tokens_per_s_per_user", "output_tokens_per_s_per_chip"))
 
 
@@ -141,17 +148,15 @@ def calibration_frame(target: str) -> pd.DataFrame:
     frame = frame[frame["target"] == calibration.TARGETS[target]].reset_index(drop=True)
     frame["set"] = frame["held_out"].map({True: "held out", False: "fitted on"})
     frame["ratio"] = frame["modelled"] / frame["measured"]
-    return frame[["point_id", "chip", "set", "framework", "precision", "spec_method", "concurrency", "workload",
-                  "measured", "modelled", "ratio", "error_pct"]]
+    return frame[["point_id", "chip", "set", "framework", "spec_method", "concurrency", "ratio", "error_pct"]]
 
 
 def _draw_calibration(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     x = alt.X("ratio:Q", title="Modelled ÷ measured (log)", scale=log_scale(grid["ratio"], 1.2))
     y = alt.Y("chip:N", title=None, sort=sorted(grid["chip"].unique()))
     tooltip = tooltips(("point_id:N", "Point"), ("chip:N", "Chip"), ("framework:N", "Engine"),
-                       ("precision:N", "Precision"), ("spec_method:N", "Speculation"), ("concurrency:Q", "Concurrency"),
-                       ("workload:N", "Workload"), ("measured:Q", "Measured", ",.1f"),
-                       ("modelled:Q", "Modelled", ",.1f"), ("error_pct:Q", "Error, %", "+.0f"))
+                       ("spec_method:N", "Speculation"), ("concurrency:Q", "Concurrency"),
+                       ("error_pct:Q", "Error, %", "+.0f"))
     points = base.mark_tick(thickness=2, size=14, opacity=0.7).encode(
         x=x, y=y, color=colour("set", "Points", {"fitted on": "#64748b", "held out": "#c2410c"}), tooltip=tooltip)
     within = calibration.TARGET_PCT / 100
@@ -171,5 +176,4 @@ def calibration_errors() -> InteractiveFigure:
         controls=(Control("target", "Compare:", tuple(calibration.TARGETS), "total_tokens_per_s_per_gpu", "radio",
                           tuple(calibration.TARGETS.values())),),
         compute=calibration_frame, draw=_draw_calibration, keys=("point_id",), values=("ratio", "error_pct"),
-        ships=("chip", "set", "framework", "precision", "spec_method", "concurrency", "workload", "measured",
-               "modelled"))
+        ships=("chip", "set", "framework", "spec_method", "concurrency"))
