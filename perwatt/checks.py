@@ -191,6 +191,14 @@ def flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def flags(name: str, value: Any) -> np.ndarray:
+    """A boolean or an array of booleans (one per layout of a sweep, say)."""
+    array = np.asarray(value)
+    if array.dtype != bool:
+        raise ValueError(f"{name} must be True or False (or an array of them), got {value!r}")
+    return array
+
+
 def instance(name: str, value: Any, kind: type) -> Any:
     if not isinstance(value, kind):
         raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")

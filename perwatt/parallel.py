@@ -69,15 +69,7 @@ class Layout:
         return f"{self.chips} chips, EP{self.ep}, {attention}"
 
 
-def flags(name: str, value) -> np.ndarray:
-    """A boolean or an array of booleans (one per layout of a sweep)."""
-    array = np.asarray(value)
-    if array.dtype != bool:
-        raise ValueError(f"{name} must be True or False (or an array of them), got {value!r}")
-    return array
-
-
-LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS, "dp_attention": flags}
+LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS, "dp_attention": checks.flags}
 
 
 def _layout_arrays(chips, ep, dp_attention):

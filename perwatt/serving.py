@@ -27,7 +27,7 @@ DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
 ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
 
 
-@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, dp=parallel.flags,
+@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, dp=checks.flags,
                   assumptions=ASSUMED)
 def prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep=1, dp=False, assumptions: Assumptions = DEFAULTS):
     """Seconds of an instance's time per prompt prefilled: under data-parallel attention each chip
@@ -38,7 +38,7 @@ def prefill_per_prompt(spec: ModelSpec, device: Chip, isl, chips, ep=1, dp=False
 
 
 @checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, context=checks.CONTEXT, chips=checks.CHIPS, ep=checks.CHIPS,
-                  dp=parallel.flags, drafts=DRAFTS, assumptions=ASSUMED)
+                  dp=checks.flags, drafts=DRAFTS, assumptions=ASSUMED)
 def decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep=1, dp=False, drafts=0,
                 assumptions: Assumptions = DEFAULTS):
     """Seconds per decode pass: the target verifies ``drafts + 1`` tokens per sequence, after
@@ -54,7 +54,7 @@ def decode_pass(spec: ModelSpec, device: Chip, batch, context, chips, ep=1, dp=F
 
 @checks.validated(spec=SPEC, device=DEVICE, batch=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
                   assumptions=ASSUMED, chips=checks.rule(checks.optional, checks.CHIPS), ep=checks.CHIPS,
-                  dp_attention=parallel.flags, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
+                  dp_attention=checks.flags, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
 def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptions = DEFAULTS, chips=None, ep=1,
           dp_attention=False, drafts=0, tokens_per_pass=1.0) -> dict:
     """One operating point of a single pool that prefills and decodes (arrays broadcast).
