@@ -148,14 +148,14 @@ def calibration_frame(target: str) -> pd.DataFrame:
     frame = frame[frame["target"] == calibration.TARGETS[target]].reset_index(drop=True)
     frame["set"] = frame["held_out"].map({True: "held out", False: "fitted on"})
     frame["ratio"] = frame["modelled"] / frame["measured"]
-    return frame[["point_id", "chip", "set", "framework", "spec_method", "concurrency", "ratio", "error_pct"]]
+    return frame[["point_id", "chip", "set", "spec_method", "concurrency", "ratio", "error_pct"]]
 
 
 def _draw_calibration(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     x = alt.X("ratio:Q", title="Modelled ÷ measured (log)", scale=log_scale(grid["ratio"], 1.2))
     y = alt.Y("chip:N", title=None, sort=sorted(grid["chip"].unique()))
-    tooltip = tooltips(("point_id:N", "Point"), ("chip:N", "Chip"), ("framework:N", "Engine"),
-                       ("spec_method:N", "Speculation"), ("concurrency:Q", "Concurrency"),
+    tooltip = tooltips(("point_id:N", "Point"), ("chip:N", "Chip"), ("spec_method:N", "Speculation"),
+                       ("concurrency:Q", "Concurrency"),
                        ("error_pct:Q", "Error, %", "+.0f"))
     points = base.mark_tick(thickness=2, size=14, opacity=0.7).encode(
         x=x, y=y, color=colour("set", "Points", {"fitted on": "#64748b", "held out": "#c2410c"}), tooltip=tooltip)
@@ -176,4 +176,4 @@ def calibration_errors() -> InteractiveFigure:
         controls=(Control("target", "Compare:", tuple(calibration.TARGETS), "total_tokens_per_s_per_gpu", "radio",
                           tuple(calibration.TARGETS.values())),),
         compute=calibration_frame, draw=_draw_calibration, keys=("point_id",), values=("ratio", "error_pct"),
-        ships=("chip", "set", "framework", "spec_method", "concurrency"))
+        ships=("chip", "set", "spec_method", "concurrency"))
