@@ -95,7 +95,8 @@ def visit_displaymath(translator, node: nodes.math_block) -> None:
     from sphinx.locale import _
     from sphinx.util.math import get_node_equation_number
 
-    translator.body.append(translator.starttag(node, "div", CLASS=_CLASSES))
+    # Focusable, since a formula wider than a phone's column scrolls, and a keyboard must reach it.
+    translator.body.append(translator.starttag(node, "div", CLASS=_CLASSES, tabindex="0"))
     if node["number"] and not node["nowrap"]:
         translator.body.append(f'<span class="eqno">({get_node_equation_number(translator, node)})')
         translator.add_permalink_ref(node, _("Link to this equation"))
