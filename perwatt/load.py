@@ -88,14 +88,19 @@ def simulate_serving(arrival_rate: float, *, prefill_s, step_time_s, output_toke
 MAX_SIMULATED_BATCH = 65_536
 
 
+def _per_count(name: str, value, max_batch: int, needs: str) -> np.ndarray:
+    """One time per count from 0 to ``max_batch``, from a callable or a sequence: finite and ≥ 0."""
+    if callable(value):
+        value = [value(k) for k in range(max_batch + 1)]
+    times = checks.array(name, value, minimum=0.0, maximum=checks.MAX_SECONDS)
+    if times.ndim != 1 or len(times) < max_batch + 1:
+        raise ValueError(f"{name} must {needs} from 0 to max_batch ({max_batch + 1} values), got shape {times.shape}")
+    return times
+
+
 def _step_times(step_time_s, max_batch: int) -> np.ndarray:
     """Decode step times for batches 0..max_batch, checked: finite, ≥ 0, and > 0 from batch 1 up."""
-    if callable(step_time_s):
-        step_time_s = [step_time_s(b) for b in range(max_batch + 1)]
-    step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
-    if step.ndim != 1 or len(step) < max_batch + 1:
-        raise ValueError(f"step_time_s must give one time per batch size from 0 to max_batch ({max_batch + 1} values), "
-                         f"got shape {step.shape}")
+    step = _per_count("step_time_s", step_time_s, max_batch, "give one time per batch size")
     checks.array("step_time_s", step[1:max_batch + 1], minimum=checks.MIN_MAGNITUDE)
     return step
 
@@ -106,12 +111,7 @@ def _prefill_times(prefill_s, max_batch: int) -> np.ndarray:
     if not callable(prefill_s) and np.ndim(prefill_s) == 0 and not isinstance(prefill_s, (list, tuple)):
         return np.arange(max_batch + 1) * checks.scalar("prefill_s", prefill_s, minimum=0.0,
                                                          maximum=checks.MAX_SECONDS)
-    if callable(prefill_s):
-        prefill_s = [prefill_s(k) for k in range(max_batch + 1)]
-    times = checks.array("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
-    if times.ndim != 1 or len(times) < max_batch + 1:
-        raise ValueError(f"prefill_s must be one number or one time per count of prompts from 0 to max_batch "
-                         f"({max_batch + 1} values), got shape {times.shape}")
+    times = _per_count("prefill_s", prefill_s, max_batch, "be one number or one time per count of prompts")
     times = times[:max_batch + 1]
     if times[0] != 0 or np.any(np.diff(times) < 0):
         raise ValueError("prefill_s must be 0 for no prompt and must not fall as prompts are added")

@@ -11,11 +11,24 @@ library or an icon script.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 from test_browser import PageVisit, reader_pages
 
 pytestmark = pytest.mark.browser
+
+
+@contextmanager
+def clean_visit(browser, site_url: str, path: str):
+    """A page that, when the test is done with it, must have logged no error and fetched nothing
+    from another host."""
+    visit = Visit(browser, site_url, path)
+    try:
+        yield visit.page
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
 
 #: Every icon element that is shown, with what its ::before draws and in which font.
 ICONS = """async () => {
@@ -114,9 +127,7 @@ def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
 
 
 def test_search_box_finds_a_chapter(site_url, browser):
-    visit = Visit(browser, site_url, "chapters/intro.html")
-    page = visit.page
-    try:
+    with clean_visit(browser, site_url, "chapters/intro.html") as page:
         page.locator(".search-button__button:visible").first.click()
         field = page.locator("#pst-search-dialog input[name=q]")
         field.wait_for(state="visible")
@@ -128,15 +139,10 @@ def test_search_box_finds_a_chapter(site_url, browser):
         results.first.wait_for(timeout=20_000)
         links = results.evaluate_all("as => as.map((a) => a.getAttribute('href'))")
         assert any("per-watt.html" in link for link in links), links
-        assert visit.errors == [] and visit.off_origin == []
-    finally:
-        visit.close()
 
 
 def test_download_menu_offers_files_that_exist_and_print(site_url, browser):
-    visit = Visit(browser, site_url, "chapters/per-watt.html")
-    page = visit.page
-    try:
+    with clean_visit(browser, site_url, "chapters/per-watt.html") as page:
         page.evaluate("() => { window.printed = 0; window.print = () => { window.printed += 1; }; }")
         menu = page.locator(".dropdown-download-buttons")
         menu.locator("button.dropdown-toggle").click()
@@ -152,9 +158,6 @@ def test_download_menu_offers_files_that_exist_and_print(site_url, browser):
                 assert json.loads(response.body())["cells"]
         items.locator("button.btn-download-pdf-button").click()
         assert page.evaluate("() => window.printed") == 1
-        assert visit.errors == [] and visit.off_origin == []
-    finally:
-        visit.close()
 
 
 #: Where the parts of the first display formula on a page sit: rows of its table, the first
