@@ -58,7 +58,8 @@ def _activity(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep, dp, dra
 
 
 @checks.validated(spec=checks.kind(ModelSpec), device=checks.kind(Chip), batch=checks.BATCH, isl=checks.LENGTH,
-                  osl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, assumptions=checks.kind(Assumptions),
+                  osl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, dp_attention=checks.flags,
+                  drafts=serving.DRAFTS, tokens_per_pass=serving.ACCEPTED, assumptions=checks.kind(Assumptions),
                   model=checks.kind(PowerModel))
 def pool_watts(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep=1, dp_attention=False, drafts=0,
                tokens_per_pass=1.0, assumptions: Assumptions = DEFAULTS, model: PowerModel = FITTED):

@@ -25,6 +25,9 @@ PRECISION = checks.rule(checks.choice, PRECISIONS)
 
 DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
 ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
+#: A sweep takes one draft length and one yield per pass for all its points.
+ONE_DRAFTS = checks.rule(checks.integer, minimum=0, maximum=checks.MAX_GAMMA)
+ONE_ACCEPTED = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
 
 
 @checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, dp=checks.flags,
@@ -100,7 +103,9 @@ def serve(spec: ModelSpec, device: Chip, batch, isl, osl, assumptions: Assumptio
 
 @checks.validated(spec=SPEC, device=DEVICE, concurrency=checks.BATCH, isl=checks.LENGTH, osl=checks.LENGTH,
                   prefill_chips=checks.CHIPS, decode_chips=checks.CHIPS, prefill_workers=checks.CHIPS,
-                  decode_workers=checks.CHIPS, drafts=DRAFTS, tokens_per_pass=ACCEPTED, assumptions=ASSUMED)
+                  decode_workers=checks.CHIPS, prefill_ep=checks.CHIPS, decode_ep=checks.CHIPS,
+                  prefill_dp_attention=checks.flags, decode_dp_attention=checks.flags, drafts=DRAFTS,
+                  tokens_per_pass=ACCEPTED, assumptions=ASSUMED)
 def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, prefill_chips, decode_chips,
                         prefill_workers=1, decode_workers=1, prefill_ep=1, decode_ep=1, prefill_dp_attention=False,
                         decode_dp_attention=False, drafts=0, tokens_per_pass=1.0,
@@ -116,7 +121,11 @@ def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, pr
     concurrency, isl, osl = (np.asarray(v, dtype=float) for v in (concurrency, isl, osl))
     n_prefill = np.asarray(prefill_chips, dtype=float) * prefill_workers
     n_decode = np.asarray(decode_chips, dtype=float) * decode_workers
-    t_prefill = prefill_per_prompt(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention, assumptions)
+    for pool, (chips, ep) in {"prefill": (prefill_chips, prefill_ep), "decode": (decode_chips, decode_ep)}.items():
+        if np.any(np.fmod(np.asarray(chips, dtype=float), np.asarray(ep, dtype=float)) != 0):
+            raise ValueError(f"{pool}_ep must divide {pool}_chips in every layout")
+    t_prefill = prefill_per_prompt.unchecked(spec, device, isl, prefill_chips, prefill_ep, prefill_dp_attention,
+                                             assumptions)
     per_worker = np.maximum(1.0, np.ceil(concurrency / decode_workers))
     t_pass = decode_pass.unchecked(spec, device, per_worker, isl + osl / 2, decode_chips, decode_ep, decode_dp_attention,
                           drafts, assumptions)
@@ -176,7 +185,7 @@ def batch_list(batches) -> np.ndarray:
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
-                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
+                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
 def sweep(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
           osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
           tokens_per_pass: float = 1.0) -> pd.DataFrame:
@@ -196,13 +205,15 @@ def sweep(model: str, accelerator: str, precision: str = "as_released", isl: flo
     frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
     frame = frame[frame.pop("fits")].reset_index(drop=True)
     if frame.empty:
-        raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries")
+        raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries at isl "
+                         f"{isl:,.0f} and osl {osl:,.0f} tokens (batches {batches!r}): give shorter lengths or smaller "
+                         "batches")
     frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"], frame["tokens_per_s_per_user"])
     return frame
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
-                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=DRAFTS, tokens_per_pass=ACCEPTED)
+                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
 def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
              osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
              tokens_per_pass: float = 1.0) -> pd.DataFrame:
