@@ -31,7 +31,7 @@ def simulate_serving(arrival_rate: float, *, prefill_s, step_time_s, output_toke
     Returns throughput (output tokens/s), p50 and p99 latency (s) over requests after the
     warm-up, mean latency, and the busy fraction.
     """
-    arrival_rate = checks.scalar("arrival_rate", arrival_rate, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
+    arrival_rate = checks.scalar("arrival_rate", arrival_rate, minimum=checks.MIN_RATE, maximum=checks.MAX_RATE)
     output_tokens = checks.integer("output_tokens", output_tokens, maximum=checks.MAX_SIMULATED_TOKENS)
     max_batch = checks.integer("max_batch", max_batch, maximum=MAX_SIMULATED_BATCH)
     requests = checks.integer("requests", requests, maximum=checks.MAX_SIMULATED_TOKENS)
@@ -174,5 +174,7 @@ def joules_per_output_token(rated_power_w, chips, busy_fraction, throughput_toke
     rated_power_w = checks.power_w("rated_power_w", rated_power_w)
     chips = checks.CHIPS("chips", chips)
     throughput_tokens_per_s = checks.rate("throughput_tokens_per_s", throughput_tokens_per_s)
+    checks.broadcastable(rated_power_w=rated_power_w, chips=chips, busy_fraction=busy,
+                         throughput_tokens_per_s=throughput_tokens_per_s, idle_power_fraction=idle_power_fraction)
     draw_w = rated_power_w * chips * (busy + idle_power_fraction * (1 - busy))
     return draw_w / throughput_tokens_per_s

@@ -65,6 +65,8 @@ def expected_tokens(alpha, gamma, branches: int = 1):
     checks.broadcastable(alpha=a, gamma=g)
     if k == 1:
         return (1 - a ** (g + 1)) / (1 - a)
+    if g.size == 0:  # no draft lengths, no answers (np.max of nothing has no value)
+        return np.broadcast_to(1.0, np.broadcast_shapes(a.shape, g.shape)).copy()
     positions = np.arange(1, int(np.max(g)) + 1, dtype=float)
     survive = 1 - (1 - a[..., None] ** positions) ** k
     return 1 + np.where(positions <= g[..., None], survive, 0.0).sum(axis=-1)
