@@ -28,6 +28,9 @@ ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
 #: A sweep takes one draft length and one yield per pass for all its points.
 ONE_DRAFTS = checks.rule(checks.integer, minimum=0, maximum=checks.MAX_GAMMA)
 ONE_ACCEPTED = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
+#: How :func:`sweep` and :func:`frontier` (which reads the sweep) check what they are given.
+SWEPT = dict(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH,
+             assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
 
 
 @checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, chips=checks.CHIPS, ep=checks.CHIPS, dp=checks.flags,
@@ -184,8 +187,7 @@ def batch_list(batches) -> np.ndarray:
     return batch
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
-                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
+@checks.validated(**SWEPT)
 def sweep(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
           osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
           tokens_per_pass: float = 1.0) -> pd.DataFrame:
@@ -212,8 +214,7 @@ def sweep(model: str, accelerator: str, precision: str = "as_released", isl: flo
     return frame
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH,
-                  osl=OPTIONAL_LENGTH, assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
+@checks.validated(**SWEPT)
 def frontier(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
              osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
              tokens_per_pass: float = 1.0) -> pd.DataFrame:
