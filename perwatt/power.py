@@ -37,6 +37,13 @@ class PowerModel:
         checks.scalar("pj_per_byte", self.pj_per_byte, minimum=0.0, maximum=10_000.0)
         checks.scalar("pj_per_flop", self.pj_per_flop, minimum=0.0, maximum=1_000.0)
 
+    def watts(self, rated_w, bytes_per_s, flops_per_s):
+        """Watts of a chip rated ``rated_w`` reading ``bytes_per_s`` from HBM and doing ``flops_per_s``,
+        never more than its rating."""
+        drawn = (self.idle_fraction * rated_w + self.pj_per_byte * 1e-12 * bytes_per_s
+                 + self.pj_per_flop * 1e-12 * flops_per_s)
+        return np.minimum(drawn, rated_w)
+
 
 FITTED = PowerModel()
 
@@ -47,7 +54,6 @@ def _activity(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep, dp, dra
     context = isl + osl / 2
     together = np.where(dp, chips, 1.0)
     prefill_work = parallel.pass_work(spec, device, together, 0.0, chips, ep, dp, isl, "prefill", assumptions)
-    prefill_s = serving.prefill_per_prompt(spec, device, isl, chips, ep, dp, assumptions)
     decode_work = parallel.pass_work(spec, device, batch, context, chips, ep, dp, drafts + 1, "decode", assumptions)
     served = serving.serve(spec, device, batch, isl, osl, assumptions, chips, ep, dp, drafts, tokens_per_pass)
     passes = osl / tokens_per_pass
@@ -69,9 +75,7 @@ def pool_watts(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep=1, dp_a
                                          np.asarray(osl, dtype=float), np.asarray(chips, dtype=float),
                                          np.asarray(ep, dtype=float), dp, np.asarray(drafts, dtype=float),
                                          np.asarray(tokens_per_pass, dtype=float), assumptions)
-    watts = (model.idle_fraction * device.power_w + model.pj_per_byte * 1e-12 * per_s_bytes
-             + model.pj_per_flop * 1e-12 * per_s_flops)
-    return np.minimum(watts, device.power_w)
+    return model.watts(device.power_w, per_s_bytes, per_s_flops)
 
 
 def _work(name: str, value) -> dict:
@@ -84,9 +88,7 @@ def _work(name: str, value) -> dict:
                   model=checks.kind(PowerModel))
 def phase_watts(device: Chip, work: dict, seconds, model: PowerModel = FITTED):
     """Watts per chip while it does ``work`` (:func:`perwatt.parallel.pass_work`) in ``seconds``."""
-    watts = (model.idle_fraction * device.power_w + model.pj_per_byte * 1e-12 * work["bytes"] / seconds
-             + model.pj_per_flop * 1e-12 * work["flops"] / seconds)
-    return np.minimum(watts, device.power_w)
+    return model.watts(device.power_w, work["bytes"] / seconds, work["flops"] / seconds)
 
 
 def measured_rows(table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -126,8 +128,7 @@ def errors(model: PowerModel = FITTED) -> pd.DataFrame:
     checks.instance("model", model, PowerModel)
     rows = measured_rows()
     columns = _columns(rows)
-    modelled = np.minimum(columns[:, 0], model.idle_fraction * columns[:, 0] + model.pj_per_byte * 1e-12 * columns[:, 1]
-                          + model.pj_per_flop * 1e-12 * columns[:, 2])
+    modelled = model.watts(columns[:, 0], columns[:, 1], columns[:, 2])
     out = rows[["point_id", "hardware", "workload", "framework", "spec_method", "concurrency"]].assign(
         measured_w=rows["avg_power_w"].to_numpy(float), modelled_w=modelled)
     out["error_pct"] = (out["modelled_w"] / out["measured_w"] - 1) * 100

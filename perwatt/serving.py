@@ -17,7 +17,7 @@ import pandas as pd
 
 from perwatt import catalog, checks, data, parallel
 from perwatt.roofline import (ASSUMED, DEFAULTS, DEVICE, OPTIONAL_LENGTH, PRECISIONS, SPEC, TERA, Assumptions, Chip, ModelSpec, chip,
-                              chips_needed, decode_bytes, decode_time, model_spec, prefill_time)
+                              chips_needed, decode_bytes, decode_time, model_spec)
 from perwatt.roofline import known_chips as roofline_chips
 
 PRECISION = checks.rule(checks.choice, PRECISIONS)
