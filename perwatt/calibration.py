@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, minimize_scalar
 
 from perwatt import catalog, checks, data, serving
 from perwatt.specs import DEFAULTS, Assumptions, chip, model_spec
@@ -220,3 +220,27 @@ def published_throughput(assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
     out = table.assign(modelled=modelled)
     out["error_pct"] = (out["modelled"] / out["value"] - 1) * 100
     return out
+
+
+#: Bounds on a bandwidth efficiency refitted to one chip's points.
+REFIT_BOUNDS = FREE["bandwidth_efficiency"]
+
+
+@data.cached
+def bandwidth_efficiency_by_chip() -> pd.DataFrame:
+    """Per measured chip: the bandwidth efficiency that best fits that chip's own usable points
+    (every other setting as fitted, the same squared log errors as :func:`fit`), with the count of
+    points. The spread says how far one efficiency for all chips is from each chip's software."""
+    table = catalog.measured()
+    table = table[usable(table) == ""]
+    rows = []
+    for hardware, points in table.groupby("hardware", sort=True):
+        measured = np.log(points[list(TARGETS)].to_numpy(float))
+
+        def loss(efficiency: float) -> float:
+            modelled = predict(points, replace(DEFAULTS, bandwidth_efficiency=float(efficiency)))
+            return float(((np.log(modelled.to_numpy(float)) - measured) ** 2).sum())
+
+        best = minimize_scalar(loss, bounds=REFIT_BOUNDS, method="bounded", options={"xatol": 1e-4})
+        rows.append((hardware, len(points), float(best.x), hardware in TRAINING_CHIPS))
+    return pd.DataFrame(rows, columns=["accelerator", "points", "bandwidth_efficiency", "training_chip"])

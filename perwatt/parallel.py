@@ -175,13 +175,13 @@ def link_bytes_s(device: Chip, chips) -> np.ndarray:
     return np.where(chips <= device.scale_up_domain, device.scale_up_bytes_s, device.scale_out_bytes_s)
 
 
-def _operators(spec: ModelSpec, device: Chip, b, context, chips, ep, dp, q, phase: str, assumptions: Assumptions):
-    """Per operator: (FLOPs per chip per layer, bytes per chip per layer, peak FLOP/s, layers it runs in)."""
+def _operators(spec: ModelSpec, b, context, chips, ep, dp, q, phase: str, assumptions: Assumptions):
+    """Per operator: (FLOPs per chip per layer, bytes per chip per layer, bits of its matmul format, layers it runs in)."""
     tokens = b * q
     mine = np.where(dp, np.ceil(b / chips), b)  # sequences whose attention one chip computes
     token_share = np.where(dp, mine * q, tokens / chips)
     layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
-    other_peak = device.peak_for_bits(max(spec.other_weight_bits, 8.0))
+    other_format = max(spec.other_weight_bits, 8.0)
     other_bytes = spec.other_weight_bits / 8
     attended = context + (q / 2 if phase == "prefill" else 0.0)
     kv_read = _kv_layer_bytes(spec, context + (q if phase == "prefill" else 0.0), assumptions.kv_bits)
@@ -189,21 +189,38 @@ def _operators(spec: ModelSpec, device: Chip, b, context, chips, ep, dp, q, phas
     shared_params = spec.shared_params - spec.attention_params
     ops = {
         "attention_weights": (2 * spec.attention_params / layers * token_share,
-                              spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips), other_peak, layers),
+                              spec.attention_params / layers * other_bytes / np.where(dp, 1.0, chips), other_format, layers),
         "attention": (_attention_flops(spec, attended, phase) * token_share, cache_share * kv_read,
-                      device.peak_for_bits(16.0), layers),
+                      16.0, layers),
         "shared": (2 * shared_params / layers * tokens / chips, shared_params / layers * other_bytes / chips,
-                   other_peak, layers),
+                   other_format, layers),
     }
     if moe_layers:
         per_expert = spec.per_expert_params / moe_layers
         touched = busiest_group_experts.unchecked(spec, tokens, ep, assumptions.routing_skew)
         ops["experts"] = (2 * per_expert * tokens * spec.active_experts / chips,
                           touched * per_expert * spec.expert_weight_bits / 8 / (chips / ep),
-                          device.peak_for_bits(spec.expert_compute_bits), moe_layers)
+                          spec.expert_compute_bits, moe_layers)
     else:
-        ops["experts"] = (0.0, 0.0, other_peak, 0)
+        ops["experts"] = (0.0, 0.0, other_format, 0)
     return ops, tokens, mine
+
+
+def _collectives(spec: ModelSpec, chips, ep, dp, tokens, mine, q):
+    """Bytes one chip sends over its links in a pass, and how many collectives it waits for.
+
+    Tensor parallelism all-reduces the activations twice a layer (a ring moves 2 (n − 1) / n of
+    them per chip); data-parallel attention with split experts instead dispatches each token to its
+    experts and combines it back, once each per MoE layer."""
+    layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
+    hidden = spec.hidden_size
+    all_reduce = 2 * (chips - 1) / chips * tokens * hidden * ACTIVATION_BYTES
+    exchange = mine * q * spec.active_experts * hidden * (DISPATCH_BYTES + COMBINE_BYTES) * (ep - 1) / ep
+    expert_exchange = dp & (ep > 1)
+    nbytes = np.where(expert_exchange, moe_layers * exchange, layers * 2 * all_reduce)
+    count = np.where(expert_exchange, moe_layers * 2.0, layers * 2.0)
+    alone = chips <= 1
+    return np.where(alone, 0.0, nbytes), np.where(alone, 0.0, count)
 
 
 @checks.validated(spec=SPEC, device=DEVICE, sequences=checks.BATCH, context=checks.CONTEXT,
@@ -223,19 +240,17 @@ def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
     b = np.asarray(sequences, dtype=float)
     q = np.asarray(tokens_per_sequence, dtype=float)
     context = np.asarray(context, dtype=float)
-    ops, tokens, mine = _operators(spec, device, b, context, chips, ep, dp, q, phase, assumptions)
+    ops, tokens, mine = _operators(spec, b, context, chips, ep, dp, q, phase, assumptions)
     bw = device.bandwidth_bytes_s
-    timed = {name: count * _roof(flops, nbytes, peak, bw, assumptions) for name, (flops, nbytes, peak, count) in ops.items()}
-    layers, moe_layers = spec.layers, spec.moe_layers if spec.is_moe else 0
-    hidden = spec.hidden_size
+    timed = {name: count * _roof(flops, nbytes, device.peak_for_bits(bits), bw, assumptions)
+             for name, (flops, nbytes, bits, count) in ops.items()}
+    layers = spec.layers
 
     link = link_bytes_s.unchecked(device, chips) * assumptions.link_efficiency
-    alpha = assumptions.collective_latency_us * 1e-6
-    all_reduce = alpha + 2 * (chips - 1) / chips * tokens * hidden * ACTIVATION_BYTES / link
-    exchange = 2 * alpha + (mine * q * spec.active_experts * hidden * (DISPATCH_BYTES + COMBINE_BYTES)
-                            * (ep - 1) / ep) / link
-    per_layer = np.where(dp, np.where(ep > 1, exchange * (moe_layers / layers), 2 * all_reduce), 2 * all_reduce)
-    collectives = np.where(chips > 1, layers * per_layer, 0.0)
+    exchanged, how_many = _collectives(spec, chips, ep, dp, tokens, mine, q)
+    with np.errstate(invalid="ignore"):  # no collective (0 bytes) over an unpublished link (NaN) costs nothing
+        over_link = np.where(exchanged > 0, exchanged / link, 0.0)
+    collectives = how_many * assumptions.collective_latency_us * 1e-6 + over_link
     if np.any(np.isnan(collectives)):
         raise ValueError(f"chips: {device.label}'s bandwidth beyond its {device.scale_up_domain}-chip domain "
                          "is not published, so an instance cannot span more chips than that")
@@ -256,7 +271,30 @@ def pass_work(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
     """FLOPs and HBM bytes one chip does in the pass :func:`pass_time` times (the busiest chip's,
     where the chips' shares differ): a dict with ``"flops"`` and ``"bytes"``."""
     chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
-    ops, _, _ = _operators(spec, device, np.asarray(sequences, dtype=float), np.asarray(context, dtype=float),
+    ops, _, _ = _operators(spec, np.asarray(sequences, dtype=float), np.asarray(context, dtype=float),
                            chips, ep, dp, np.asarray(tokens_per_sequence, dtype=float), phase, assumptions)
     return {"flops": sum(count * np.asarray(f) for f, _, _, count in ops.values()),
             "bytes": sum(count * np.asarray(n) for _, n, _, count in ops.values())}
+
+
+@checks.validated(spec=SPEC, sequences=checks.BATCH, context=checks.CONTEXT,
+                  tokens_per_sequence=checks.rule(checks.tokens, minimum=1.0),
+                  phase=checks.rule(checks.choice, PHASES), assumptions=ASSUMED, **LAYOUT)
+def pass_terms(spec: ModelSpec, sequences, context, chips=1, ep=1, dp_attention=False, tokens_per_sequence=1,
+               phase: str = "decode", assumptions: Assumptions = DEFAULTS) -> dict:
+    """What :func:`pass_time` charges a chip for, before any chip's speed enters: per operator of
+    :data:`OPERATORS`, its FLOPs and HBM bytes summed over the layers it runs in (``"<op>_flops"``,
+    ``"<op>_bytes"``) and the bits of its matmul format (``"<op>_bits"``, a number); the bytes sent
+    over links (``"link_bytes"``) and the collectives waited for (``"collectives"``). A chip's pass
+    time is then Σ roof(FLOPs ÷ η_c F(bits), bytes ÷ η_m B) + layers λ + collectives α + link bytes ÷
+    link bandwidth, which :mod:`perwatt.crosschip` evaluates for chips the book has no row for."""
+    chips, ep, dp = _layout_arrays(chips, ep, dp_attention)
+    b, q = np.asarray(sequences, dtype=float), np.asarray(tokens_per_sequence, dtype=float)
+    ops, tokens, mine = _operators(spec, b, np.asarray(context, dtype=float), chips, ep, dp, q, phase, assumptions)
+    out: dict = {}
+    for name, (flops, nbytes, bits, count) in ops.items():
+        out[f"{name}_flops"] = count * np.asarray(flops, dtype=float)
+        out[f"{name}_bytes"] = count * np.asarray(nbytes, dtype=float)
+        out[f"{name}_bits"] = float(bits)
+    out["link_bytes"], out["collectives"] = _collectives(spec, chips, ep, dp, tokens, mine, q)
+    return out

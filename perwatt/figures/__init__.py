@@ -13,6 +13,8 @@ from perwatt.figures import per_watt, benchmark_tables, prefill_decode  # noqa: 
 from perwatt.figures import speculative_decoding, agent_workloads, fleet_choices  # noqa: F401  # isort: skip
 from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
 from perwatt.figures.kit import REGISTRY
+# Recomputed in the page from shipped terms (perwatt.computed), so not among all_figures' grids.
+from perwatt.figures.cross_chip import per_watt_frontier  # noqa: F401
 from perwatt.figures.speculative_decoding import SPEC_ACCELERATOR, SPEC_MODEL  # noqa: F401
 from perwatt.interactive import InteractiveFigure
 
@@ -20,7 +22,8 @@ globals().update({factory.__name__: factory for factory in REGISTRY})
 
 
 def all_figures() -> list[InteractiveFigure]:
-    """Every interactive figure in the book, in chapter order, for tests and benchmarks."""
+    """Every grid-precomputed interactive figure in the book, in chapter order, for tests and
+    benchmarks (:func:`computed_figures` lists the others)."""
     return [factory() for factory in REGISTRY]
 
 
@@ -30,3 +33,8 @@ def by_name(name: str) -> InteractiveFigure:
         if figure.name == name:
             return figure
     raise ValueError(f"no figure named {name!r}; figures: {[f.name for f in all_figures()]}")
+
+
+def computed_figures() -> list:
+    """The figures the page recomputes from shipped terms (:class:`perwatt.computed.ComputedFigure`)."""
+    return [per_watt_frontier()]

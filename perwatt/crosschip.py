@@ -1,0 +1,337 @@
+"""Work per watt at the same interactivity, across chips: the serving model's per-kW frontier.
+
+For one model, precision and the table's workload, every instance layout and batch of the serving
+model (:mod:`perwatt.serving`) is priced on a chip from three kinds of input:
+
+* **Terms** (:func:`terms`): each operator's FLOPs and bytes, the link bytes and the memory a chip
+  holds, per layout and batch. They depend on the model and the layout, not on the chip.
+* **A chip** (:func:`chip_fields`, :func:`reader_fields`): HBM bandwidth and capacity, peak
+  FLOP/s per format, power, links and the scale-up domain.
+* **Parameters** (:func:`parameters`): the serving model's efficiencies and fixed costs, the
+  workload's lengths, and how power is counted (rated, or :mod:`perwatt.power`'s load model).
+
+:data:`FORMULA` combines them, written once as :mod:`perwatt.expression` trees, so that the page
+runs exactly this arithmetic when a reader moves a control (a chip of their own included), and
+Python runs it for the tables and the tests. A test checks it against :func:`perwatt.serving.serve`
+and :func:`perwatt.power.pool_watts` on every chip with data.
+
+The result per row is tokens/s per user (``x``) and total tokens/s per kW (``y``). A chip's curve
+is the rows no other row of that chip beats on both (:func:`frontier`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from perwatt import calibration, catalog, checks, data, parallel, power, serving
+from perwatt.expression import Formula, field, maximum, minimum, param, total, where
+from perwatt.specs import DEFAULTS, GIGA, TERA, Assumptions, Chip, chip, known_chips, model_spec
+
+OPS = parallel.OPERATORS
+PHASES = ("d", "p")  # decode, prefill
+#: Sequences per instance the curves sweep (as :data:`perwatt.serving.BATCHES`).
+BATCHES = serving.BATCHES
+#: How power is counted: the chip's rating, or the load model of :mod:`perwatt.power`.
+POWER_BASES = ("rated", "modelled")
+#: The name of the reader's chip among the systems.
+READER = "reader"
+PRECISION = serving.PRECISION
+ASSUMED = checks.kind(Assumptions)
+POWERED = checks.kind(power.PowerModel)
+
+
+def _phase_time(p: str):
+    """Seconds of one pass of phase ``p`` (``d`` decode, ``p`` prefill) on the row's chip."""
+    eta_c, eta_m, overlap = param("eta_c"), field("eta_m"), param("overlap")
+    parts = []
+    for op in OPS:
+        compute = field(f"{p}_{op}_flops") / (field(f"{op}_peak") * eta_c)
+        memory = field(f"{p}_{op}_bytes") / (field("bandwidth") * eta_m)
+        parts.append(maximum(compute, memory) + (1 - overlap) * minimum(compute, memory))
+    link = where(field("chips") <= field("domain"), field("scale_up"), field("scale_out")) * param("eta_link")
+    # No link bytes, no link time: a lone chip has no link, and an unpublished one must not turn 0 into NaN.
+    over_link = where(field(f"{p}_link_bytes") > 0, field(f"{p}_link_bytes") / maximum(link, 1e-300), 0.0)
+    return total(parts) + field("layers") * param("layer_s") + field(f"{p}_collectives") * param("collective_s") + over_link
+
+
+def _admission() -> Formula:
+    """Which rows a chip runs: the layouts it may try and has memory for (``valid``)."""
+    chips = field("chips")
+    return Formula((
+        # Layouts the serving model tries on this chip (serving.layouts): powers of two up to four
+        # domains where the network beyond one is published, one domain otherwise, and the domain itself.
+        ("allowed", maximum(field("pow2") * (chips <= where(field("scale_out") > 0, 4 * field("domain"),
+                                                                   field("domain"))),
+                            chips.equals(field("domain")))),
+        ("fits", field("memory") <= field("hbm") * param("usable")),
+        ("valid", field("allowed") * field("fits")),
+    ))
+
+
+def _formula() -> Formula:
+    batch, chips, osl, isl = field("batch"), field("chips"), param("osl"), param("isl")
+    rated = field("power_w")
+    steps = [
+        ("t_decode", _phase_time("d")),
+        ("t_prefill", _phase_time("p")),
+        ("tpot_s", field("t_decode") + batch * field("t_prefill") / field("together") / osl),
+        ("e2e_s", field("t_prefill") + osl * field("tpot_s")),
+        ("x", 1 / field("tpot_s")),
+        ("output_per_chip", batch * osl / field("e2e_s") / chips),
+        ("total_per_chip", field("output_per_chip") * (isl + osl) / osl),
+        # The load model averages a request's cycle: its share of the prefills, then its decode passes.
+        ("cycle_bytes", batch * total([field(f"p_{op}_bytes") for op in OPS]) / field("together")
+         + osl * total([field(f"d_{op}_bytes") for op in OPS])),
+        ("cycle_flops", batch * total([field(f"p_{op}_flops") for op in OPS]) / field("together")
+         + osl * total([field(f"d_{op}_flops") for op in OPS])),
+        ("watts_modelled", minimum(param("idle") * rated + param("j_per_byte") * field("cycle_bytes")
+                                   / (osl * field("tpot_s")) + param("j_per_flop") * field("cycle_flops")
+                                   / (osl * field("tpot_s")), rated)),
+        ("watts", where(param("modelled").equals(1), field("watts_modelled"), rated)),
+        ("y", field("total_per_chip") / field("watts") * 1000),
+    ]
+    return Formula(tuple(steps))
+
+
+#: The arithmetic every view of the per-kW frontier runs (see the module docstring): first which
+#: rows a chip runs, then, on those, their speed and power.
+ADMISSION, FORMULA = _admission(), _formula()
+
+
+def _layouts(spec) -> pd.DataFrame:
+    """Every layout any chip may run (the union of :func:`perwatt.serving.layouts` over the chips,
+    and the reader's chip at a domain of 8 or 72)."""
+    sizes = sorted({2 ** i for i in range(7)} | {72})
+    rows = [(c, e, d) for c in sizes for e in sorted({1, c}) for d in ((False, True) if c > 1 else (False,))
+            if spec.is_moe or e == 1]
+    return pd.DataFrame(rows, columns=["chips", "ep", "dp_attention"])
+
+
+@data.cached
+def _terms(model: str, precision: str) -> pd.DataFrame:
+    spec = model_spec(model).with_precision(precision)
+    drawn = catalog.lengths()
+    isl, osl = drawn.isl_mean, drawn.osl_mean
+    grid = _layouts(spec).merge(pd.DataFrame({"batch": np.asarray(BATCHES, dtype=float)}), how="cross")
+    chips, ep, dp = (grid[c].to_numpy() for c in ("chips", "ep", "dp_attention"))
+    batch = grid["batch"].to_numpy(float)
+    together = np.where(dp, chips, 1).astype(float)
+    decode = parallel.pass_terms(spec, batch, isl + osl / 2, chips, ep, dp, 1, "decode", DEFAULTS)
+    prefill = parallel.pass_terms(spec, together, 0.0, chips, ep, dp, isl, "prefill", DEFAULTS)
+    out = grid.assign(model=model, precision=precision, together=together, layers=float(spec.layers),
+                      pow2=((chips & (chips - 1)) == 0).astype(float),
+                      memory=parallel.memory_per_chip(spec, chips, ep, dp, batch, isl + osl, DEFAULTS))
+    for prefix, part in (("d", decode), ("p", prefill)):
+        for key, value in part.items():
+            if not key.endswith("_bits"):
+                out[f"{prefix}_{key}"] = np.broadcast_to(value, batch.shape)
+    return out
+
+
+@checks.validated(model=checks.TEXT, precision=PRECISION)
+def terms(model: str, precision: str = "as_released") -> pd.DataFrame:
+    """One row per layout and batch: the layout, the chip-independent terms :data:`FORMULA` reads,
+    at the table workload's mean drawn lengths (KV cache at the default assumptions' bits)."""
+    return _terms(model, precision).copy()
+
+
+def _fields(device: Chip, power_w: float, spec=None) -> dict:
+    """A chip's fields; with ``spec``, the peak FLOP/s of each operator's format on it as well."""
+    out = {"bandwidth": device.bandwidth_bytes_s, "hbm": device.hbm_bytes, "power_w": power_w,
+           "scale_up": device.scale_up_bytes_s if np.isfinite(device.scale_up_bytes_s) else 0.0,
+           "scale_out": device.scale_out_bytes_s if np.isfinite(device.scale_out_bytes_s) else 0.0,
+           "domain": float(device.scale_up_domain)}
+    if spec is not None:
+        bits = parallel.pass_terms(spec, 1, 0.0)
+        out.update({f"{op}_peak": device.peak_for_bits(bits[f"{op}_bits"]) for op in OPS})
+    return out
+
+
+@checks.validated(accelerator=checks.TEXT, model=checks.TEXT, precision=PRECISION,
+                  power_w=checks.rule(checks.optional, checks.power_w))
+def chip_fields(accelerator: str, model: str, precision: str = "as_released", power_w: float | None = None) -> dict:
+    """A chip of data/accelerators.csv as :data:`FORMULA`'s chip fields (SI units; 0 for a format
+    or link the chip lacks). ``power_w`` replaces the rating: it is required where the rating is
+    unpublished, and then it is the reader's assumption, not the book's."""
+    device = chip(accelerator)
+    rated = device.power_w if power_w is None else power_w
+    if not np.isfinite(rated):
+        raise ValueError(f"power_w: {device.label}'s power is not published; give an assumed power to draw it")
+    return _fields(device, float(rated), model_spec(model).with_precision(precision))
+
+
+#: The reader's chip's links when the reader sets none: NVLink 5's 900 GB/s each way, as a B200's.
+READER_LINK_GB_S = 900.0
+
+
+@checks.validated(bandwidth_tb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e4),
+                  tflops=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e7),
+                  hbm_gb=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e6),
+                  power_w=checks.power_w, domain=checks.rule(checks.integer, maximum=1024),
+                  link_gb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5))
+def reader_chip(bandwidth_tb_s: float, tflops: float, hbm_gb: float, power_w: float, domain: int = 8,
+                link_gb_s: float = READER_LINK_GB_S) -> Chip:
+    """A chip of the reader's own: one peak (``tflops``, dense, in the format in use) for every
+    operator, and no network beyond its scale-up domain."""
+    return Chip(name=READER, label="your chip", hbm_bytes=hbm_gb * GIGA, bandwidth_bytes_s=bandwidth_tb_s * TERA,
+                peak_flops={f: tflops * TERA for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
+                scale_up_bytes_s=link_gb_s * GIGA, scale_up_domain=domain, scale_out_bytes_s=float("nan"))
+
+
+@checks.validated(assumptions=ASSUMED, power_basis=checks.rule(checks.choice, POWER_BASES), power_model=POWERED)
+def parameters(assumptions: Assumptions = DEFAULTS, power_basis: str = "rated",
+               power_model: power.PowerModel = power.FITTED) -> dict:
+    """:data:`FORMULA`'s parameters: the serving model's assumptions, the table workload's mean
+    drawn lengths, and the power basis with the load model's settings (SI units)."""
+    drawn = catalog.lengths()
+    a = assumptions
+    return {"eta_m": a.bandwidth_efficiency, "eta_c": a.compute_efficiency, "overlap": a.overlap,
+            "layer_s": a.layer_latency_us * 1e-6, "collective_s": a.collective_latency_us * 1e-6,
+            "eta_link": a.link_efficiency, "usable": a.usable_hbm_fraction, "isl": drawn.isl_mean,
+            "osl": drawn.osl_mean, "modelled": float(power_basis == "modelled"), "idle": power_model.idle_fraction,
+            "j_per_byte": power_model.pj_per_byte * 1e-12, "j_per_flop": power_model.pj_per_flop * 1e-12}
+
+
+def _check_assumptions_match_terms(assumptions: Assumptions) -> None:
+    # The terms are priced at the default KV bits and routing; other values need other terms.
+    for name in ("kv_bits", "routing_skew"):
+        if getattr(assumptions, name) != getattr(DEFAULTS, name):
+            raise ValueError(f"assumptions: the cross-chip terms are computed at the default {name} "
+                             f"({getattr(DEFAULTS, name)}); {getattr(assumptions, name)} is not supported here")
+
+
+@checks.validated(model=checks.TEXT, device=checks.kind(Chip), precision=PRECISION, power_basis=checks.rule(
+    checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED)
+def rows(model: str, device: Chip, precision: str = "as_released", power_basis: str = "rated",
+         assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED) -> pd.DataFrame:
+    """Every layout and batch ``device`` may run and has memory for, with :data:`FORMULA`'s results:
+    ``x`` tokens/s per user, ``y`` total tokens/s per kW, ``watts`` per chip, ``efficient`` (no
+    other row of this chip beats it on both)."""
+    _check_assumptions_match_terms(assumptions)
+    if not np.isfinite(device.power_w):
+        raise ValueError(f"device: {device.label}'s power is not published; give the chip an assumed power_w")
+    grid = _terms(model, precision)
+    given = {**_fields(device, device.power_w, model_spec(model).with_precision(precision)),
+             **parameters(assumptions, power_basis, power_model)}
+    grid = grid[ADMISSION.evaluate(grid.to_dict("series"), given)["valid"] > 0].reset_index(drop=True)
+    values = FORMULA.evaluate(grid.to_dict("series"), given)
+    frame = grid[["chips", "ep", "dp_attention", "batch"]].assign(**values)
+    if frame.empty:
+        raise ValueError(f"model {model!r} does not fit on {device.label} in any layout the model tries")
+    frame["efficient"] = serving.pareto_efficient(frame["x"], frame["y"])
+    return frame
+
+
+def frontier(model: str, device: Chip, precision: str = "as_released", power_basis: str = "rated",
+             assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED) -> pd.DataFrame:
+    """The rows of :func:`rows` no other beats on both axes, one per operating point, fastest per
+    user first (so ``y`` rises down the frame)."""
+    frame = rows(model, device, precision, power_basis, assumptions, power_model)
+    best = frame[frame["efficient"]].drop_duplicates(["x", "y"])
+    return best.sort_values(["x", "y"], ascending=[False, False]).reset_index(drop=True)
+
+
+@checks.validated(curve=checks.rule(checks.instance, pd.DataFrame), targets=checks.RATE)
+def best_at(curve: pd.DataFrame, targets) -> np.ndarray:
+    """Per target tokens/s per user: the most tokens/s per kW any row of ``curve`` reaches at that
+    rate or faster; NaN where no row is that fast (the chip cannot serve the target at all)."""
+    if not {"x", "y"} <= set(curve.columns):
+        raise ValueError("curve must have the columns x and y, as rows() and frontier() return")
+    t = np.atleast_1d(np.asarray(targets, dtype=float))
+    x, y = curve["x"].to_numpy(float), curve["y"].to_numpy(float)
+    reach = x[None, :] >= t[:, None]
+    return np.where(reach.any(axis=1), np.where(reach, y[None, :], -np.inf).max(axis=1), np.nan)
+
+
+def with_efficiency(assumptions: Assumptions, bandwidth_efficiency: float) -> Assumptions:
+    return dataclasses.replace(assumptions, bandwidth_efficiency=float(bandwidth_efficiency))
+
+
+#: The three cases a band is drawn from: the lowest and highest per-chip efficiency and the fit.
+CASES = ("low", "central", "high")
+#: The per-user targets a curve is read at (tokens/s per user), for bands and ratios.
+TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 700.0,
+           1000.0, 1500.0, 2000.0, 3000.0, 5000.0, 7000.0, 10000.0, 20000.0)
+
+
+def efficiency_band() -> dict[str, float]:
+    """Bandwidth efficiency per case: the fitted value, and the lowest and highest that fit one
+    measured chip's own points (:func:`perwatt.calibration.bandwidth_efficiency_by_chip`)."""
+    by_chip = calibration.bandwidth_efficiency_by_chip()["bandwidth_efficiency"]
+    return {"low": float(by_chip.min()), "central": DEFAULTS.bandwidth_efficiency, "high": float(by_chip.max())}
+
+
+def system_chip(system: str, reader: Chip | None = None, assumed_power_w: float | None = None) -> Chip:
+    """The chip behind a system name: the reader's (``"reader"``) or a row of data/accelerators.csv,
+    with ``assumed_power_w`` where its power is unpublished (a ValueError if that is not given)."""
+    if system == READER:
+        if reader is None:
+            raise ValueError("reader: the reader's chip was named but not given")
+        return reader
+    device = chip(system)
+    if not np.isfinite(device.power_w):
+        if assumed_power_w is None or assumed_power_w <= 0:
+            raise ValueError(f"assumed_power_w: {device.label}'s power is not published; give an assumed power")
+        device = dataclasses.replace(device, power_w=float(assumed_power_w))
+    return device
+
+
+@checks.validated(model=checks.TEXT, systems=checks.rule(checks.instances, str), precision=PRECISION,
+                  power_basis=checks.rule(checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED,
+                  reader=checks.rule(checks.optional, checks.kind(Chip)),
+                  assumed_power_w=checks.rule(checks.optional, checks.rule(checks.nonnegative,
+                                                                          maximum=checks.MAX_PLAUSIBLE_POWER_W)))
+def curves(model: str, systems: list, precision: str = "as_released", power_basis: str = "rated",
+           assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED,
+           reader: Chip | None = None, assumed_power_w: float | None = None) -> pd.DataFrame:
+    """Each system's frontier in each case of :data:`CASES` (the bandwidth efficiency of
+    :func:`efficiency_band`; every other assumption as given). Systems whose power is unpublished
+    are left out unless ``assumed_power_w`` is given; a system that cannot hold the model is left out."""
+    band = efficiency_band()
+    parts = []
+    for system in dict.fromkeys(systems):
+        try:
+            device = system_chip(system, reader, assumed_power_w)
+        except ValueError as error:
+            if "assumed_power_w" in str(error):
+                continue
+            raise
+        for case in CASES:
+            try:
+                front = frontier(model, device, precision, power_basis, with_efficiency(assumptions, band[case]),
+                                 power_model)
+            except ValueError as error:
+                if "does not fit" in str(error):
+                    break
+                raise
+            parts.append(front.assign(system=system, case=case))
+    if not parts:
+        raise ValueError(f"systems: none of {systems} can be drawn for {model!r}")
+    return pd.concat(parts, ignore_index=True)
+
+
+def at_targets(curve_frame: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
+    """Per system and target: the most tokens/s per kW at that per-user rate or faster, in each
+    case (columns ``low``, ``central``, ``high``); a target no case reaches is left out."""
+    rows = []
+    for system, part in curve_frame.groupby("system", sort=False):
+        values = {case: best_at(part[part["case"] == case], targets) for case in CASES}
+        for i, t in enumerate(targets):
+            if np.isfinite(values["central"][i]):
+                rows.append({"system": system, "t": float(t), **{c: float(values[c][i]) for c in CASES}})
+    return pd.DataFrame(rows, columns=["system", "t", *CASES])
+
+
+def ratio_along(read: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """``a``'s tokens/s per kW ÷ ``b``'s at each target both reach (:func:`at_targets`), with an
+    interval: the two chips' efficiencies are taken to vary independently across the band, so the
+    ratio's low end is a low ``a`` over a high ``b``."""
+    left, right = read[read["system"] == a], read[read["system"] == b]
+    both = left.merge(right, on="t", suffixes=("_a", "_b"), how="inner")
+    out = pd.DataFrame({"t": both["t"].to_numpy(float), "ratio": (both["central_a"] / both["central_b"]).to_numpy(),
+                        "ratio_low": (both["low_a"] / both["high_b"]).to_numpy(),
+                        "ratio_high": (both["high_a"] / both["low_b"]).to_numpy()})
+    return out.reset_index(drop=True)

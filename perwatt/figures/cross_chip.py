@@ -1,0 +1,317 @@
+"""The per-watt frontier chapter's figure: tokens/s per kW against tokens/s per user, chip by chip.
+
+The page ships :func:`perwatt.crosschip.terms` for every model and precision, a table of chips, and
+:data:`perwatt.crosschip.FORMULA` as calculate transforms; everything after that (the frontier, the
+bands, the readout at a target, the ratio along the curve) is drawn by the same functions whether
+the numbers come from the page or from Python (:func:`live`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from perwatt import catalog, crosschip, data
+from perwatt.computed import ComputedFigure
+from perwatt.figures.kit import framed, model_control, tooltips
+from perwatt.interactive import Control, csv_data
+from perwatt.specs import GIGA, TERA, chip, known_chips, model_spec
+
+#: The chips a reader may pick: every accelerator with memory and bandwidth in data/accelerators.csv.
+CHIP_NAMES = tuple(known_chips())
+SLOTS = ("system_a", "system_b", "system_c", "system_d")
+SLOT_DEFAULTS = {"system_a": crosschip.READER, "system_b": "gb300", "system_c": "mi355x", "system_d": "h100"}
+#: Per-user targets the readout offers (a subset of crosschip.TARGETS, which the page reads curves at).
+READOUT_TARGETS = (10.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0)
+X_DOMAIN, Y_DOMAIN = [1, 30_000], [5, 300_000]
+#: Colours per system, fixed so a chip keeps its colour whichever slot it is picked in.
+PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#b45309", "#be123c", "#4d7c0f", "#64748b",
+           "#a21caf", "#0f766e", "#1e293b")
+FASTEST_FIRST = [{"field": "neg_x", "order": "ascending"}, {"field": "neg_y", "order": "ascending"}]
+CHIP_FIELDS = ("bandwidth", "hbm", "power_w", "scale_up", "scale_out", "domain",
+               *(f"{op}_peak" for op in crosschip.OPS))
+PRECISIONS = ("as_released", "fp4")
+#: The formula steps the page keeps as columns (the rest it writes into these): what the marks and
+#: tooltips show, and the two pass times every later step reads several times.
+KEPT_STEPS = ("t_decode", "t_prefill", "tpot_s", "watts", "x", "y")
+
+
+def system_labels() -> dict[str, str]:
+    labels = {crosschip.READER: "your chip"}
+    labels.update({name: catalog.accelerator_label(name) for name in CHIP_NAMES})
+    return labels
+
+
+def _colour() -> alt.Color:
+    labels = list(system_labels().values()) + ["Jalapeño"]
+    return alt.Color("label:N", title="System", scale=alt.Scale(domain=labels, range=list(PALETTE[:len(labels)])),
+                     legend=alt.Legend(orient="bottom", columns=3))
+
+
+def reader_from(setting: dict):
+    return crosschip.reader_chip(setting["reader_tb_s"], setting["reader_tflops"], setting["reader_gb"],
+                                 setting["reader_w"], int(setting["reader_domain"]))
+
+
+def _assumptions(setting: dict):
+    return dataclasses.replace(crosschip.DEFAULTS, layer_latency_us=float(setting["layer_us"]))
+
+
+def controls() -> tuple[Control, ...]:
+    labels = system_labels()
+    names = (crosschip.READER, *CHIP_NAMES)
+    slot_controls = tuple(Control(s, f"System {s[-1].upper()}:", names, SLOT_DEFAULTS[s], "select",
+                                  tuple(labels[n] for n in names)) for s in SLOTS)
+    return (model_control(),
+            Control("precision", "Experts:", ("as_released", "fp4"), "as_released", "radio",
+                    ("as released", "FP4")),
+            Control("power_basis", "Power:", crosschip.POWER_BASES, "rated", "radio",
+                    ("rated", "modelled from load (assumption)")),
+            *slot_controls,
+            Control("target", "Readout at tokens/s per user:", READOUT_TARGETS, 50.0, "select"),
+            Control.slider("layer_us", "Fixed time per layer, µs:", 0, 150, 1, crosschip.DEFAULTS.layer_latency_us),
+            Control.slider("reader_tb_s", "Your chip: HBM TB/s:", 1, 32, 0.5, 16),
+            Control.slider("reader_tflops", "Your chip: dense TFLOP/s:", 500, 20_000, 500, 5_000),
+            Control.slider("reader_gb", "Your chip: memory GB:", 32, 1024, 32, 288),
+            Control.slider("reader_w", "Your chip: watts:", 100, 2000, 50, 700),
+            Control("reader_domain", "Your chip: scale-up domain:", (8, 72), 8, "radio", ("8 chips", "72 chips")),
+            Control.slider("assumed_w", "Assumed watts where none is published (0: not drawn):", 0, 1500, 50, 0))
+
+
+# --- What the page computes, and what Python computes for the same setting -----------------------
+
+def chips_table() -> pd.DataFrame:
+    """The chip fields of every system for every model and precision (keyed ``system|model|precision``,
+    since each operator's peak depends on its format); the reader's rows are placeholders the page
+    fills from its sliders, and an unpublished power is 0 (the page then uses the assumed watts, or
+    draws nothing)."""
+    rows = []
+    for model in catalog.results()["model"].drop_duplicates():
+        spec = {p: model_spec(model).with_precision(p) for p in PRECISIONS}
+        for precision in PRECISIONS:
+            for name in CHIP_NAMES:
+                device = chip(name)
+                power = device.power_w if np.isfinite(device.power_w) else 0.0
+                rows.append({"key": f"{name}|{model}|{precision}", "label": system_labels()[name],
+                             **crosschip._fields(device, power, spec[precision])})  # noqa: SLF001 - the model's own fields
+            rows.append({"key": f"{crosschip.READER}|{model}|{precision}", "label": "your chip",
+                         **{f: 0.0 for f in CHIP_FIELDS}})
+    return pd.DataFrame(rows)
+
+
+def _shared_transforms(band: dict) -> list[dict]:
+    """The page's pipeline from shipped terms to each shown system's frontier points in each case."""
+    reader = {"bandwidth": f"reader_tb_s * {TERA:g}", "hbm": f"reader_gb * {GIGA:g}", "power_w": "reader_w",
+              "scale_up": f"{crosschip.READER_LINK_GB_S * GIGA:g}", "scale_out": "0", "domain": "reader_domain",
+              **{f"{op}_peak": f"reader_tflops * {TERA:g}" for op in crosschip.OPS}}
+    steps: list[dict] = [
+        {"filter": "datum.model == model && datum.precision == precision"},
+        {"calculate": "[" + ", ".join(SLOTS) + "]", "as": "system"},
+        {"flatten": ["system"]},
+        {"calculate": "datum.system + '|' + model + '|' + precision", "as": "key"},
+        {"lookup": "key", "from": {"data": {"values": json.loads(chips_table().to_json(orient="records"))},
+                                   "key": "key", "fields": ["label", *CHIP_FIELDS]}},
+    ]
+    for name in CHIP_FIELDS:
+        fallback = f"(datum.power_w > 0 ? datum.power_w : assumed_w)" if name == "power_w" else f"datum.{name}"
+        steps.append({"calculate": f"datum.system == '{crosschip.READER}' ? {reader[name]} : {fallback}", "as": name})
+    steps += [
+        {"filter": "datum.power_w > 0"},
+        *crosschip.ADMISSION.vega(keep=("valid",)),
+        {"filter": "datum.valid > 0"},
+        {"calculate": json.dumps(list(crosschip.CASES)), "as": "case"},
+        {"flatten": ["case"]},
+        {"calculate": f"datum.case == 'low' ? {band['low']!r} : datum.case == 'high' ? {band['high']!r} : "
+                      f"{band['central']!r}", "as": "eta_m"},
+        *crosschip.FORMULA.vega(keep=KEPT_STEPS),
+        # The frontier: fastest per user first (ties: most per kW first), a row is kept if it beats the
+        # best tokens/s per kW of every row before it. Sorted on negated values, ascending: the window
+        # sorts this page's Vega build gave descending orders were not honoured in a test.
+        {"calculate": "-datum.x", "as": "neg_x"},
+        {"calculate": "-datum.y", "as": "neg_y"},
+        {"window": [{"op": "max", "field": "y", "as": "best_so_far"}], "frame": [None, 0], "sort": FASTEST_FIRST,
+         "groupby": ["system", "case"]},
+        {"window": [{"op": "lag", "field": "best_so_far", "as": "best_faster"}], "sort": FASTEST_FIRST,
+         "groupby": ["system", "case"]},
+        {"filter": "!isValid(datum.best_faster) || datum.y > datum.best_faster"},
+    ]
+    return steps
+
+
+def _read_at_targets() -> list[dict]:
+    """Frontier rows to the best tokens/s per kW at each target, one column per case."""
+    return [
+        {"calculate": json.dumps(list(crosschip.TARGETS)), "as": "t"},
+        {"flatten": ["t"]},
+        {"filter": "datum.x >= datum.t"},
+        {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
+        {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
+        {"filter": "isValid(datum.central)"},
+    ]
+
+
+def _ratio_steps() -> list[dict]:
+    pick = []
+    for slot, side in (("system_a", "a"), ("system_b", "b")):
+        for case in crosschip.CASES:
+            pick.append({"calculate": f"datum.system == {slot} ? datum['{case}'] : null", "as": f"{case}_{side}"})
+    fields = [f"{c}_{s}" for s in "ab" for c in crosschip.CASES]
+    return [*pick,
+            {"aggregate": [{"op": "max", "field": f, "as": f} for f in fields], "groupby": ["t"]},
+            {"filter": "isValid(datum.central_a) && isValid(datum.central_b)"},
+            {"calculate": "datum.central_a / datum.central_b", "as": "ratio"},
+            {"calculate": "datum.low_a / datum.high_b", "as": "ratio_low"},
+            {"calculate": "datum.high_a / datum.low_b", "as": "ratio_high"}]
+
+
+def live_frames(**setting) -> dict[str, pd.DataFrame]:
+    """Python's numbers for every mark at one setting: the frontier points, the band at the
+    targets, the ratio of system A to system B along them."""
+    labels = system_labels()
+    systems = [setting[s] for s in SLOTS]
+    assumed = float(setting["assumed_w"]) or None
+    curve = crosschip.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
+                             _assumptions(setting), reader=reader_from(setting), assumed_power_w=assumed)
+    curve["label"] = curve["system"].map(labels)
+    read = crosschip.at_targets(curve)
+    read["label"] = read["system"].map(labels)
+    ratio = crosschip.ratio_along(read, setting["system_a"], setting["system_b"])
+    return {"frontier": curve[curve["case"] == "central"].reset_index(drop=True), "band": read, "ratio": ratio}
+
+
+def reported_points() -> pd.DataFrame:
+    table = catalog.results()
+    return pd.DataFrame({"model": table["model"], "label": table["system_label"],
+                         "x": table["interactivity"], "y": table["tps_per_kw"],
+                         "evidence": "reported, not independently verified"})
+
+
+def measured_points() -> pd.DataFrame:
+    """InferenceX's measured DeepSeek-R1 8k/1k points: total tokens/s per GPU ÷ rated kW."""
+    table = catalog.measured("8k/1k")
+    kw = table["hardware"].map(lambda n: chip(n).power_w / 1000)
+    return pd.DataFrame({"model": "deepseek-r1", "system": table["hardware"],
+                         "label": table["hardware"].map(system_labels()), "x": table["median_interactivity"],
+                         "y": table["total_tokens_per_s_per_gpu"] / kw, "point_id": table["point_id"]})
+
+
+# --- Drawing: the same marks over either source ------------------------------------------------------
+
+def _xy(x: str = "x", y: str = "y"):
+    return (alt.X(f"{x}:Q", title="Tokens/s per user (log)", scale=alt.Scale(type="log", domain=X_DOMAIN, nice=False)),
+            alt.Y(f"{y}:Q", title="Total tokens/s per kW (log)",
+                  scale=alt.Scale(type="log", domain=Y_DOMAIN, nice=False)))
+
+
+def _main_layers(frontier_chart, band_chart, reported, measured, target_rule, readout):
+    x, y = _xy()
+    band = band_chart.mark_area(opacity=0.15, clip=True, aria=False).encode(
+        x=alt.X("t:Q", scale=alt.Scale(type="log", domain=X_DOMAIN, nice=False)),
+        y=alt.Y("low:Q", scale=alt.Scale(type="log", domain=Y_DOMAIN, nice=False)), y2="high:Q", color=_colour()).properties(name="band")
+    tip = tooltips(("label:N", "System"), ("chips:Q", "Chips per instance"), ("batch:Q", "Sequences"),
+                   ("x:Q", "Tokens/s per user", ",.1f"), ("y:Q", "Tokens/s per kW", ",.0f"), ("watts:Q", "W per chip", ",.0f"))
+    line = frontier_chart.mark_line(point=alt.OverlayMarkDef(filled=True, size=40), clip=True).encode(
+        x=x, y=y, color=_colour(), detail="system:N", order="x:Q", tooltip=tip).properties(name="frontier")
+    seen = measured.mark_point(shape="circle", filled=False, size=30, opacity=0.6, clip=True).encode(
+        x=x, y=y, color=_colour(), tooltip=tooltips(("label:N", "Measured by InferenceX"), ("point_id:N", "Point"),
+                                                     ("x:Q", "Tokens/s per user", ",.0f"), ("y:Q", "Tokens/s per kW", ",.0f"))).properties(name="measured")
+    claimed = reported.mark_point(shape="diamond", filled=True, size=140, stroke="black").encode(
+        x=x, y=y, color=_colour(), tooltip=tooltips(("label:N", "Reported"), ("evidence:N", "Evidence"),
+                                                     ("x:Q", "Tokens/s per user", ",.0f"), ("y:Q", "TPS/kW", ",.0f"))).properties(name="reported")
+    words = reported.mark_text(align="right", dx=-9, dy=-9, fontSize=11).encode(
+        x=x, y=y, text=alt.Text("text:N")).transform_calculate(text="'reported: ' + datum.label")
+    rule = target_rule.mark_rule(strokeDash=[4, 3], color="#334155").encode(
+        x=alt.X("t:Q", scale=alt.Scale(type="log", domain=X_DOMAIN, nice=False)))
+    text = readout.mark_text(align="left", x=6, y=8, fontSize=12, fontWeight="bold").encode(
+        text="readout:N").properties(name="readout")
+    return alt.layer(band, rule, seen, line, claimed, words, text)
+
+
+def _readout_text() -> str:
+    return ("'At ' + format(datum.t, ',.0f') + ' tokens/s per user or faster: A ÷ B = ' + format(datum.ratio, '.2f') "
+            "+ '× (' + format(datum.ratio_low, '.2f') + '–' + format(datum.ratio_high, '.2f') + ')'")
+
+
+def _framed(main):
+    return framed(main, "Work per watt at the same interactivity",
+                  ["Lines: the serving model's frontier per chip; shaded: the bandwidth-efficiency band.",
+                   "Diamonds: the articles' reported points; circles: InferenceX's measured R1 points.",
+                   "Top left: system A ÷ system B at the readout's target (interval: the band)."], 460, 320)
+
+
+def static_chart() -> alt.TopLevelMixin:
+    band = crosschip.efficiency_band()
+    terms = pd.concat([crosschip.terms(m, p) for m in catalog.results()["model"].drop_duplicates()
+                       for p in PRECISIONS], ignore_index=True)
+    shipped = terms.drop(columns=["ep"]).assign(dp_attention=terms["dp_attention"].astype(int))
+    top = alt.Chart(csv_data(shipped))
+    frontier_chart = alt.Chart().transform_filter("datum.case == 'central'")
+    band_chart = alt.Chart()
+    for step in _read_at_targets():
+        band_chart = _append(band_chart, step)
+    # The readout reads the curves at the target alone, not at every target the band needs.
+    readout = alt.Chart()
+    for step in [{"calculate": "target", "as": "t"}, *_read_at_targets()[2:], *_ratio_steps(),
+                 {"calculate": _readout_text(), "as": "readout"}]:
+        readout = _append(readout, step)
+    rule = alt.Chart(pd.DataFrame({"t": [0.0]})).transform_calculate(t="target")
+    reported = alt.Chart(reported_points()).transform_filter("datum.model == model")
+    measured = alt.Chart(measured_points()).transform_filter(
+        "datum.model == model && indexof([" + ", ".join(SLOTS) + "], datum.system) >= 0")
+    chart = _framed(_main_layers(frontier_chart, band_chart, reported, measured, rule, readout))
+    chart.data = top.data
+    chart.transform = _shared_transforms(band)
+    # Constants of the formula that no control moves, and the two derived from controls.
+    fixed = {k: v for k, v in crosschip.parameters().items() if k not in ("layer_s", "modelled")}
+    params = [alt.param(name=k, value=float(v)) for k, v in fixed.items()]
+    params += [alt.param(name="layer_s", expr="layer_us * 1e-6"),
+               alt.param(name="modelled", expr="power_basis == 'modelled' ? 1 : 0")]
+    return chart.add_params(*params)
+
+
+def _append(chart: alt.Chart, step: dict) -> alt.Chart:
+    """The chart with one more transform (Vega-Lite JSON), leaving ``chart`` as it was."""
+    out = chart.copy(deep=False)
+    out.transform = [*(chart.transform if chart.transform is not alt.Undefined else []), step]
+    return out
+
+
+def live(**setting) -> alt.TopLevelMixin:
+    frames = live_frames(**setting)
+    ratio = frames["ratio"]
+    at = ratio[np.isclose(ratio["t"], setting["target"])].copy()
+    if len(at):
+        row = at.iloc[0]
+        at["readout"] = (f"At {row['t']:,.0f} tokens/s per user or faster: A ÷ B = {row['ratio']:.2f}× "
+                         f"({row['ratio_low']:.2f}–{row['ratio_high']:.2f})")
+    rule = alt.Chart(pd.DataFrame({"t": [float(setting["target"])]}))
+    reported = reported_points()
+    measured = measured_points()
+    measured = measured[(measured["model"] == setting["model"]) & measured["system"].isin([setting[s] for s in SLOTS])]
+    return _framed(_main_layers(alt.Chart(frames["frontier"]), alt.Chart(frames["band"]),
+                                alt.Chart(reported[reported["model"] == setting["model"]]), alt.Chart(measured), rule,
+                                alt.Chart(at.assign(readout=at.get("readout", "")))))
+
+
+@data.cached
+def per_watt_frontier() -> ComputedFigure:
+    """Two stacked charts. Top, on log-log axes: total tokens per second per kW against tokens per
+    second per user, one frontier line per chosen system from the serving model, with a shaded band
+    for the range of bandwidth efficiency, the articles' reported points as diamonds and InferenceX's
+    measured DeepSeek R1 points as circles. Bottom: the ratio of system A's tokens per second per kW
+    to system B's at each interactivity target, with its interval, and a readout at the chosen target."""
+    return ComputedFigure(controls=controls(), static=static_chart, live=live, table=default_table,
+                          name="per-watt-frontier", description=" ".join(inspect.getdoc(per_watt_frontier).split()),
+                          marks=("frontier", "band", "readout", "reported", "measured"))
+
+
+def default_table() -> pd.DataFrame:
+    """The frontier points at the controls' starting settings, as a table."""
+    frame = live_frames(**{c.name: c.default for c in controls()})["frontier"]
+    return pd.DataFrame({"System": frame["label"], "Chips": frame["chips"].astype(int), "Sequences": frame["batch"].astype(int),
+                         "Tokens/s per user": frame["x"].round(1), "Tokens/s per kW": frame["y"].round(0)})

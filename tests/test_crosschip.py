@@ -1,0 +1,189 @@
+"""The per-kW frontier across chips: its formula against the serving model, its frontiers, bands and
+ratios, and the page's numbers against Python's at sampled settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perwatt import catalog, crosschip, expression, power, serving
+from perwatt.figures import cross_chip as pwf
+from perwatt.specs import DEFAULTS, chip, known_chips, model_spec
+
+MODELS = tuple(catalog.results()["model"].drop_duplicates())
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("accelerator", known_chips())
+def test_the_formula_is_the_serving_model_on_every_chip(model, accelerator):
+    device, drawn = chip(accelerator), catalog.lengths()
+    try:
+        swept = serving.sweep(model, accelerator)
+    except ValueError:
+        with pytest.raises(ValueError, match="does not fit"):
+            crosschip.rows(model, device)
+        return
+    rows = crosschip.rows(model, device)
+    assert len(rows) == len(swept)
+    served = serving.serve(model_spec(model), device, rows["batch"].to_numpy(float), drawn.isl_mean, drawn.osl_mean,
+                           DEFAULTS, rows["chips"].to_numpy(float), rows["ep"].to_numpy(float),
+                           rows["dp_attention"].to_numpy(bool))
+    np.testing.assert_allclose(rows["x"], served["tokens_per_s_per_user"], rtol=1e-12)
+    np.testing.assert_allclose(rows["y"] * device.power_w / 1000, served["total_tokens_per_s_per_chip"], rtol=1e-12)
+    modelled = crosschip.rows(model, device, power_basis="modelled")
+    watts = power.pool_watts(model_spec(model), device, modelled["batch"].to_numpy(float), drawn.isl_mean,
+                             drawn.osl_mean, modelled["chips"].to_numpy(float), modelled["ep"].to_numpy(float),
+                             modelled["dp_attention"].to_numpy(bool))
+    np.testing.assert_allclose(modelled["watts"], watts, rtol=1e-12)
+    assert (modelled["watts"] < device.power_w).any() and (modelled["watts"] <= device.power_w).all()
+
+
+def test_the_frontier_is_the_sweeps_own_at_rated_power():
+    # At rated power tokens per kW is tokens per chip over a constant: the same points win.
+    device = chip("gb200")
+    ours = crosschip.frontier("deepseek-r1", device)
+    theirs = serving.frontier("deepseek-r1", "gb200")
+    np.testing.assert_allclose(np.sort(ours["x"].to_numpy()), np.sort(theirs["tokens_per_s_per_user"].to_numpy()),
+                               rtol=1e-12)
+
+
+readers = st.builds(crosschip.reader_chip, st.floats(1, 32), st.floats(500, 20_000), st.floats(32, 1024),
+                    st.floats(100, 2000), st.sampled_from([8, 72]))
+settings_ = st.fixed_dictionaries({
+    "model": st.sampled_from(MODELS), "precision": st.sampled_from(pwf.PRECISIONS),
+    "power_basis": st.sampled_from(crosschip.POWER_BASES), "layer_us": st.floats(0, 150),
+})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setting=settings_, reader=readers)
+def test_every_curve_is_a_frontier_and_its_band_holds_it(setting, reader):
+    assumptions = dataclasses.replace(DEFAULTS, layer_latency_us=setting["layer_us"])
+    systems = [crosschip.READER, "gb300", "mi355x", "h100"]
+    try:
+        curves = crosschip.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
+                                  assumptions, reader=reader)
+    except ValueError as error:
+        assert "none of" in str(error)
+        return
+    for (system, case), curve in curves.groupby(["system", "case"]):
+        device = crosschip.system_chip(system, reader)
+        every = crosschip.rows(setting["model"], device, setting["precision"], setting["power_basis"],
+                               crosschip.with_efficiency(assumptions, crosschip.efficiency_band()[case]))
+        x, y = every["x"].to_numpy(), every["y"].to_numpy()
+        for cx, cy in zip(curve["x"], curve["y"]):
+            beaten = (x >= cx) & (y >= cy) & ((x > cx) | (y > cy))
+            assert not beaten.any(), f"{system} {case}: ({cx}, {cy}) is beaten"
+        # Nothing left out: every row is beaten by or equal to a curve point.
+        cover = (curve["x"].to_numpy()[:, None] >= x[None, :]) & (curve["y"].to_numpy()[:, None] >= y[None, :])
+        assert cover.any(axis=0).all()
+    read = crosschip.at_targets(curves)
+    low_ok = read["low"].isna() | (read["low"] <= read["central"] * (1 + 1e-12))
+    assert low_ok.all() and (read["central"] <= read["high"] * (1 + 1e-12)).all()
+
+
+def test_best_at_reads_the_most_per_kw_at_or_beyond_a_target():
+    curve = pd.DataFrame({"x": [10.0, 20.0, 40.0], "y": [300.0, 200.0, 50.0]})
+    np.testing.assert_array_equal(crosschip.best_at(curve, [5, 10, 15, 40, 41]), [300, 300, 200, 50, np.nan])
+
+
+def test_the_ratio_interval_takes_the_two_chips_band_ends_apart():
+    read = pd.DataFrame({"system": ["a", "b"], "t": [10.0, 10.0], "low": [8.0, 2.0], "central": [10.0, 4.0],
+                         "high": [12.0, 5.0]})
+    out = crosschip.ratio_along(read, "a", "b").iloc[0]
+    assert (out["ratio"], out["ratio_low"], out["ratio_high"]) == (2.5, 8 / 5, 6.0)
+
+
+def test_an_unpublished_power_needs_an_assumption_and_the_reader_chip_checks_its_inputs():
+    unpublished = dataclasses.replace(chip("h100"), power_w=float("nan"))
+    with pytest.raises(ValueError, match="power is not published"):
+        crosschip.rows("gpt-oss-120b", unpublished)
+    with pytest.raises(ValueError, match="^bandwidth_tb_s"):
+        crosschip.reader_chip(-1, 1000, 100, 700)
+    with pytest.raises(ValueError, match="^power_w"):
+        crosschip.reader_chip(8, 1000, 100, 0.7)
+
+
+def test_a_formula_prints_what_it_computes():
+    a, b = expression.field("a"), expression.param("b")
+    formula = expression.Formula((("s", expression.maximum(a * 2, b) + 1), ("t", expression.where(
+        expression.field("s") > 3, expression.field("s"), 0.0))))
+    out = formula.evaluate({"a": np.array([1.0, 3.0])}, {"b": 2.5})
+    np.testing.assert_array_equal(out["s"], [3.5, 7.0])
+    assert formula.vega()[0]["calculate"] == "(max((datum['a'] * 2.0), b) + 1.0)"
+    assert formula.vega(keep=("t",)) == [{"calculate": "(((max((datum['a'] * 2.0), b) + 1.0) > 3.0) ? "
+                                          "(max((datum['a'] * 2.0), b) + 1.0) : 0.0)", "as": "t"}]
+    with pytest.raises(ValueError, match="missing"):
+        formula.evaluate({}, {"b": 1.0})
+
+
+# --- In the page: the browser's numbers are the model's ----------------------------------------------
+
+page_settings = st.fixed_dictionaries({
+    "model": st.sampled_from(MODELS), "precision": st.sampled_from(pwf.PRECISIONS),
+    "power_basis": st.sampled_from(crosschip.POWER_BASES),
+    "system_b": st.sampled_from(pwf.CHIP_NAMES), "system_c": st.sampled_from(pwf.CHIP_NAMES),
+    "target": st.sampled_from(pwf.READOUT_TARGETS), "layer_us": st.integers(0, 150).map(float),
+    "reader_tb_s": st.integers(2, 64).map(lambda v: v / 2), "reader_tflops": st.integers(1, 40).map(lambda v: v * 500.0),
+    "reader_gb": st.integers(1, 32).map(lambda v: v * 32.0), "reader_w": st.integers(2, 40).map(lambda v: v * 50.0),
+    "reader_domain": st.sampled_from([8, 72]),
+})
+
+
+def _items(page, chart_id: str, mark: str) -> list[dict]:
+    return page.evaluate("""([id, mark]) => { const out = []; const walk = (n) => { if (!n) return;
+        if (n.marktype && n.name === mark + '_marks') { for (const i of n.items || []) out.push(i.datum); }
+        (n.items || []).forEach(walk); }; walk(window.perwatt.embeds[id].view.scenegraph().root); return out; }""",
+                         [chart_id, mark])
+
+
+@pytest.mark.browser
+def test_the_page_draws_the_models_frontier_band_and_readout_at_sampled_settings(site, site_url, browser):
+    from tests.test_browser import PageVisit  # noqa: PLC0415 - the browser tests' page helper
+
+    visit = PageVisit(browser, site_url, "chapters/prefill-decode.html")
+    page = visit.page
+    try:
+        chart_id = page.locator(".perwatt-chart[data-figure='per-watt-frontier']").get_attribute("id")
+        figure = pwf.per_watt_frontier()
+        checked = []
+
+        @settings(max_examples=12, deadline=None, derandomize=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+        @given(setting=page_settings)
+        def check(setting):
+            full = {**figure.defaults(), **setting}
+            page.evaluate("""async ([id, s]) => { const v = window.perwatt.embeds[id].view;
+                for (const [k, x] of Object.entries(s)) v.signal(k, x); await v.runAsync(); }""", [chart_id, setting])
+            frames = pwf.live_frames(**full)
+            drawn = pd.DataFrame(_items(page, chart_id, "frontier"))
+            want = frames["frontier"]
+            assert len(drawn) == len(want), f"{setting}: {len(drawn)} points drawn, the model has {len(want)}"
+            key = ["system", "x"]
+            drawn, want = drawn.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+            assert list(drawn["system"]) == list(want["system"])
+            np.testing.assert_allclose(drawn["x"], want["x"], rtol=1e-7)
+            np.testing.assert_allclose(drawn["y"], want["y"], rtol=1e-7)
+            band = pd.DataFrame(_items(page, chart_id, "band"))
+            if len(frames["band"]):
+                merged = band.merge(frames["band"], on=["system", "t"], suffixes=("_page", ""))
+                assert len(merged) == len(frames["band"])
+                np.testing.assert_allclose(merged["central_page"], merged["central"], rtol=1e-7)
+            readout = _items(page, chart_id, "readout")
+            ratio = frames["ratio"].set_index("t")
+            if full["target"] in ratio.index and full["system_a"] != full["system_b"]:
+                assert len(readout) == 1
+                assert math.isclose(readout[0]["ratio"], ratio.loc[full["target"], "ratio"], rel_tol=1e-7)
+            checked.append(len(want))
+
+        check()
+        assert len(checked) >= 10 and sum(checked) > 100
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
