@@ -56,12 +56,17 @@ def measured_layer_time() -> pd.DataFrame:
 def bandwidth_per_kw() -> pd.DataFrame:
     """Per chip with published memory bandwidth: TB/s, rated kW, TB/s per kW, and what reading at
     full bandwidth would draw at HBM2's access energy (an order of magnitude, secondary). A last
-    row puts Jalapeño under the hypothesis of :func:`jalapeno_bandwidth_hypothesis`."""
+    row puts Jalapeño under the hypothesis of :func:`jalapeno_bandwidth_hypothesis`.
+
+    A chip whose power is unpublished (TPU7x, Trainium2) keeps its row, with its bandwidth and the
+    HBM watts, but its rated kW, TB/s per kW and HBM share of the rating are NaN, meaning unknown,
+    and its ``evidence`` says the power is not published."""
     energy = _reports()["hbm_access_energy_pj_per_bit"] * 1e-12
     rows = []
     for name in known_chips():
         device = chip(name)
-        rows.append((name, device.label, device.bandwidth_bytes_s / TERA, device.power_w / 1000, "published"))
+        evidence = "published" if device.power_known else "published; power not published, so no per-kW figure"
+        rows.append((name, device.label, device.bandwidth_bytes_s / TERA, device.power_w / 1000, evidence))
     hypothesis = jalapeno_bandwidth_hypothesis()
     rows.append(("jalapeno", "Jalapeño", hypothesis["tb_s"], catalog.power_w("jalapeno", "chip_rated") / 1000,
                  "hypothesis: " + hypothesis["label"]))
@@ -136,8 +141,11 @@ def energy_split(model: str, accelerator: str, assumptions: Assumptions = DEFAUL
     """A request's energy in two parts, per workload, at the serving model's highest-throughput
     configuration for that workload: joules per input token (prefill), per output token (decode),
     per token of either kind, and prefill's share of a request's energy, at rated power; and the
-    watts and joules per token of each phase under :mod:`perwatt.power`'s fitted model."""
+    watts and joules per token of each phase under :mod:`perwatt.power`'s fitted model. Every
+    column but the layout rests on the chip's rated power, so a chip whose power is unpublished
+    (TPU7x, Trainium2) raises ValueError naming it."""
     device = chip(accelerator)
+    device.rated_w("a request's energy")
     rows = []
     for name in WORKLOADS:
         drawn = catalog.lengths(name)

@@ -9,6 +9,10 @@ The three parameters are **fitted**, by non-negative least squares, to the measu
 power of the single-pool InferenceX runs that record it (:func:`fit`). Those are all MI355X runs,
 so on any other chip the model is an assumption: the same idle share and the same energy per byte
 and per FLOP. The book uses it beside rated power, never instead of it.
+
+The model draws a share of the chip's rating, so it has nothing to say about a chip whose power is
+unpublished (TPU7x, Trainium2): :func:`pool_watts` and :func:`phase_watts` raise a ValueError
+naming the chip rather than return NaN.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ class PowerModel:
 
     def watts(self, rated_w, bytes_per_s, flops_per_s):
         """Watts of a chip rated ``rated_w`` reading ``bytes_per_s`` from HBM and doing ``flops_per_s``,
-        never more than its rating."""
+        never more than its rating. An unknown (NaN) rating is refused with a ValueError, as the
+        result would be NaN."""
+        rated_w = checks.power_w("rated_w", rated_w)
         drawn = (self.idle_fraction * rated_w + self.pj_per_byte * 1e-12 * bytes_per_s
                  + self.pj_per_flop * 1e-12 * flops_per_s)
         return np.minimum(drawn, rated_w)
@@ -69,13 +75,15 @@ def _activity(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep, dp, dra
                   model=checks.kind(PowerModel))
 def pool_watts(spec: ModelSpec, device: Chip, batch, isl, osl, chips, ep=1, dp_attention=False, drafts=0,
                tokens_per_pass=1.0, assumptions: Assumptions = DEFAULTS, model: PowerModel = FITTED):
-    """Average watts per chip of a single pool at one operating point (arrays broadcast)."""
+    """Average watts per chip of a single pool at one operating point (arrays broadcast). Raises
+    ValueError for a chip whose power is unpublished."""
+    rated_w = device.rated_w("its modelled power draw")
     dp = np.asarray(dp_attention, dtype=bool)
     per_s_bytes, per_s_flops = _activity(spec, device, np.asarray(batch, dtype=float), np.asarray(isl, dtype=float),
                                          np.asarray(osl, dtype=float), np.asarray(chips, dtype=float),
                                          np.asarray(ep, dtype=float), dp, np.asarray(drafts, dtype=float),
                                          np.asarray(tokens_per_pass, dtype=float), assumptions)
-    return model.watts(device.power_w, per_s_bytes, per_s_flops)
+    return model.watts(rated_w, per_s_bytes, per_s_flops)
 
 
 def _work(name: str, value) -> dict:
@@ -87,8 +95,10 @@ def _work(name: str, value) -> dict:
 @checks.validated(device=checks.kind(Chip), work=_work, seconds=checks.rule(checks.positive, maximum=checks.MAX_SECONDS),
                   model=checks.kind(PowerModel))
 def phase_watts(device: Chip, work: dict, seconds, model: PowerModel = FITTED):
-    """Watts per chip while it does ``work`` (:func:`perwatt.parallel.pass_work`) in ``seconds``."""
-    return model.watts(device.power_w, work["bytes"] / seconds, work["flops"] / seconds)
+    """Watts per chip while it does ``work`` (:func:`perwatt.parallel.pass_work`) in ``seconds``.
+    Raises ValueError for a chip whose power is unpublished."""
+    rated_w = device.rated_w("its modelled power draw")
+    return model.watts(rated_w, work["bytes"] / seconds, work["flops"] / seconds)
 
 
 def measured_rows(table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -109,7 +119,7 @@ def _columns(rows: pd.DataFrame) -> np.ndarray:
                                   float(r["decode_tp"]), float(r["decode_ep"]), bool(r["decode_dp_attention"]),
                                   float(calibration.MTP_DRAFTS if mtp else 0),
                                   calibration.MTP_TOKENS_PER_PASS if mtp else 1.0, DEFAULTS)
-        out.append((device.power_w, float(nbytes), float(flops)))
+        out.append((device.rated_w("the power model's fit to measured draw"), float(nbytes), float(flops)))
     return np.array(out)
 
 

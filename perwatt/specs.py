@@ -124,7 +124,14 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class Chip:
-    """One accelerator, from data/accelerators.csv (per chip)."""
+    """One accelerator, from data/accelerators.csv (per chip).
+
+    ``power_w`` is the rated power, or NaN where the vendor publishes none (TPU7x, Trainium2):
+    the data file leaves the cell empty and the NaN keeps it unknown, so a per-watt or energy
+    figure computed from it is NaN too, which means "unknown, because the power is unpublished".
+    A function that cannot give a meaningful answer without the watts calls :meth:`rated_w`,
+    which raises instead. Times, throughput and memory never depend on ``power_w``.
+    """
 
     name: str
     label: str
@@ -135,6 +142,19 @@ class Chip:
     scale_up_bytes_s: float = float("nan")
     scale_up_domain: int = 1
     scale_out_bytes_s: float = float("nan")
+
+    @property
+    def power_known(self) -> bool:
+        """Whether the vendor publishes this chip's rated power."""
+        return bool(np.isfinite(self.power_w))
+
+    def rated_w(self, needed_for: str) -> float:
+        """The rated power in watts, or a ValueError naming the chip and saying its power is
+        unpublished, so ``needed_for`` (what the caller computes) cannot be computed."""
+        if not self.power_known:
+            raise ValueError(f"accelerator {self.name!r} ({self.label}): its power is not published, so "
+                             f"{needed_for} cannot be computed for it")
+        return self.power_w
 
     def peak_for_bits(self, bits: float) -> float:
         """Peak dense FLOP/s for weights of ``bits``: the narrowest tensor format that holds
@@ -218,6 +238,14 @@ def _chip(name: str) -> Chip:
 
 
 def known_chips() -> list[str]:
-    """Accelerators whose memory and bandwidth are known (Jalapeño's are not)."""
+    """Accelerators whose memory and bandwidth are known (Jalapeño's are not), so the serving model
+    runs on them; some of them have no published power (see :func:`chips_with_power`)."""
     table = data.load("accelerators")
     return list(table.loc[table["bandwidth_tb_s"].notna() & table["hbm_gb"].notna(), "accelerator"])
+
+
+def chips_with_power() -> list[str]:
+    """The :func:`known_chips` whose rated power is published too: the ones a per-watt or energy
+    figure can be computed for (TPU7x's and Trainium2's power is unpublished)."""
+    table = data.load("accelerators").set_index("accelerator")
+    return [name for name in known_chips() if pd.notna(table.loc[name, "power_w"])]

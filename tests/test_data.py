@@ -55,6 +55,26 @@ def test_unknowns_stay_empty_with_a_note():
     assert power.loc[power["bound"] != "unknown", "power_w"].notna().all()
 
 
+def test_tpu7x_and_trainium2_rows_keep_their_unknowns_empty_with_a_note():
+    chips = data.load("accelerators", DATA).set_index("accelerator")
+    sources = data.load("sources", DATA).set_index("source_id")
+    tpu, trn = chips.loc["tpu7x"], chips.loc["trainium2"]
+    # The vendors publish GiB; the column is GB, to one decimal.
+    assert tpu["hbm_gb"] == round(192 * 2 ** 30 / 1e9, 1) == 206.2
+    assert trn["hbm_gb"] == round(96 * 2 ** 30 / 1e9, 1) == 103.1
+    assert [tpu[c] for c in ("bandwidth_tb_s", "fp8_tflops", "bf16_tflops", "scale_up_gb_s", "scale_up_domain")] == \
+        [7.37, 4614, 2307, 600, 64]
+    assert [trn[c] for c in ("bandwidth_tb_s", "fp8_tflops", "bf16_tflops", "scale_up_gb_s", "scale_up_domain",
+                             "scale_out_gb_s")] == [2.9, 1299, 667, 512, 16, 25]
+    for row in (tpu, trn):
+        assert pd.isna(row["power_w"]) and pd.isna(row["fp4_tflops"])
+        assert "power" in row["note"].lower() and "not published" in row["note"]
+        assert "GiB" in row["note"] and row["status"] == "secondary"
+        assert sources.loc[row["source_id"], "status"] == "confirmed"
+    assert pd.isna(tpu["scale_out_gb_s"]) and "modelling choice" in tpu["note"] and "not a switch" in tpu["note"]
+    assert sources.loc["google-ironwood-announcement", "status"] == "secondary"
+
+
 def test_every_row_names_a_known_source():
     sources = set(data.load("sources", DATA)["source_id"])
     for name, resource in data.resources(DATA).items():

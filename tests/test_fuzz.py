@@ -78,6 +78,7 @@ GOOD = {
     "specs.model_spec": dict(name="deepseek-r1"),
     "specs.chip": dict(name="h100"),
     "specs.known_chips": {},
+    "specs.chips_with_power": {},
     "roofline.experts_touched": dict(spec=SPEC, tokens=8),
     "roofline.weight_bytes": dict(spec=SPEC, tokens=8),
     "roofline.total_weight_bytes": dict(spec=SPEC),
@@ -213,6 +214,7 @@ MAY_BE_NAN = {
     "calibration.published_throughput": {"osl_tokens"},
     "calibration.split": {"avg_power_w", "joules_per_output_token", "joules_per_total_token",
                           "input_tokens_per_s_per_prefill_gpu", "output_tokens_per_s_per_decode_gpu"},
+    "instruments.bandwidth_per_kw": {"rated_kw", "tb_s_per_kw", "hbm_share_of_rating_pct"},  # power unpublished
     "speculative.crossover_batch": {"result"},
     "speculative.batch_frame": {"crossover_batch"},
     "speculative.position_rates": {"result"},

@@ -218,3 +218,37 @@ def test_wide_expert_parallelism_wins_at_load_and_few_chips_at_the_interactive_e
     loaded = best.iloc[-1]
     assert loaded["ep"] == loaded["chips"] >= 16 and bool(loaded["dp_attention"])
     assert not math.isclose(best["chips"].min(), best["chips"].max())
+
+
+def test_instances_on_tpu7x_stop_at_its_cube_and_on_trainium2_span_instances_over_efa():
+    spec = roofline.model_spec("deepseek-r1")
+    tpu, trn = roofline.chip("tpu7x"), roofline.chip("trainium2")
+    assert sorted(set(serving.layouts(spec, tpu)["chips"])) == [1, 2, 4, 8, 16, 32, 64]
+    # Trainium2 publishes its network, so layouts reach four 16-chip instances, joined by EFA.
+    assert sorted(set(serving.layouts(spec, trn)["chips"])) == [1, 2, 4, 8, 16, 32, 64]
+    assert list(parallel.link_bytes_s(trn, np.array([16, 32]))) == [512e9, 25e9]
+    with pytest.raises(ValueError, match="64-chip domain"):
+        parallel.pass_time(spec, tpu, 128, 1024.0, chips=128, ep=128, dp_attention=True)
+
+
+@pytest.mark.parametrize("accelerator", ["tpu7x", "trainium2"])
+@pytest.mark.parametrize("model", ["deepseek-r1", "gpt-oss-120b"])
+def test_the_frontier_runs_on_chips_of_unpublished_power(model, accelerator):
+    best = serving.frontier(model, accelerator)
+    assert len(best) >= 5 and best["chips"].max() <= 64
+    assert best["tokens_per_s_per_user"].is_monotonic_decreasing
+    assert best["output_tokens_per_s_per_chip"].is_monotonic_increasing
+    assert np.isfinite(best[["tpot_s", "ttft_s", "output_tokens_per_s_per_chip"]].to_numpy()).all()
+    # Energy is the one unknown: rated power is unpublished for both.
+    assert best["joules_per_output_token"].isna().all()
+
+
+def test_deepseek_r1_fits_on_eight_trainium2_chips_at_small_batches():
+    # TP8 at FP8 as released: 671 GB of weights is 83.9 GB a chip of 0.9 × 103.1 GB usable, which
+    # leaves room for 8 but not 16 of the 8k/1k caches (each ~0.58 GB, every chip holding them all
+    # under tensor-parallel MLA); 4 chips cannot hold the weights. One 16-chip instance takes 1,024.
+    every = serving.sweep("deepseek-r1", "trainium2")
+    assert every["chips"].min() == 8
+    assert every.loc[every["chips"] == 8, "batch"].max() == 8
+    assert every.loc[every["chips"] == 16, "batch"].max() == 1024
+    assert serving.frontier("deepseek-r1", "trainium2")["chips"].min() <= 16

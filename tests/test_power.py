@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perwatt import catalog, parallel, power, roofline
+from perwatt import catalog, instruments, parallel, power, roofline
 
 
 def test_the_defaults_are_the_fit_to_the_measured_runs():
@@ -55,3 +55,30 @@ def test_bad_power_parameters_are_refused_by_name():
         power.PowerModel(idle_fraction=1.5)
     with pytest.raises(ValueError, match="rows"):
         power.fit(power.measured_rows().head(2))
+
+
+@pytest.mark.parametrize("accelerator", ["tpu7x", "trainium2"])
+def test_the_power_model_refuses_a_chip_whose_power_is_unpublished(accelerator):
+    spec, device, drawn = roofline.model_spec("gpt-oss-120b"), roofline.chip(accelerator), catalog.lengths()
+    with pytest.raises(ValueError, match=f"{accelerator}.*power is not published"):
+        power.pool_watts(spec, device, 64.0, drawn.isl_mean, drawn.osl_mean, 8)
+    with pytest.raises(ValueError, match=f"{accelerator}.*power is not published"):
+        power.phase_watts(device, {"bytes": 1e9, "flops": 1e12}, 0.01)
+    with pytest.raises(ValueError, match=f"{accelerator}.*power is not published"):
+        instruments.energy_split("gpt-oss-120b", accelerator)
+    with pytest.raises(ValueError, match="rated_w"):
+        power.FITTED.watts(device.power_w, 1e12, 1e15)
+
+
+def test_bandwidth_per_kw_keeps_the_chips_of_unpublished_power_with_their_per_kw_figures_empty():
+    table = instruments.bandwidth_per_kw().set_index("accelerator")
+    pj_per_bit = 3.97e-12  # HBM2 access energy, data/hardware_reports.csv
+    tpu = table.loc["tpu7x"]
+    assert tpu["bandwidth_tb_s"] == 7.37 and tpu["hbm_w_at_full_bandwidth"] == pytest.approx(7.37e12 * 8 * pj_per_bit)
+    for name in ("tpu7x", "trainium2"):
+        row = table.loc[name]
+        assert np.isnan(row["rated_kw"]) and np.isnan(row["tb_s_per_kw"]) and np.isnan(row["hbm_share_of_rating_pct"])
+        assert "power not published" in row["evidence"]
+    rest = table.drop(index=["tpu7x", "trainium2"])
+    assert rest[["rated_kw", "tb_s_per_kw"]].notna().all().all() and (rest["evidence"] != "").all()
+    assert table.loc["gb300", "tb_s_per_kw"] == pytest.approx(8 / 1.4)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perwatt import roofline, serving
+from perwatt import catalog, metrics, roofline, serving, specs
 
 MODELS = ("gpt-oss-120b", "deepseek-r1", "kimi-k2.5")
 
@@ -225,3 +225,39 @@ def test_pareto_ties_and_implied_bandwidth_known_value():
     table = serving.implied_bandwidth("as_released", False).set_index("model")
     weights = float(roofline.weight_bytes(roofline.model_spec("gpt-oss-120b"), 1))
     assert table.loc["gpt-oss-120b", "required_tb_s"] == pytest.approx(weights * 22_935 / 1e12, rel=1e-12)
+
+
+def test_tpu7x_and_trainium2_load_with_their_power_left_unknown():
+    tpu, trn = roofline.chip("tpu7x"), roofline.chip("trainium2")
+    # HBM is published in GiB (192 and 96); the file and the model are in GB.
+    assert tpu.hbm_bytes == pytest.approx(192 * 2 ** 30, rel=5e-4)
+    assert trn.hbm_bytes == pytest.approx(96 * 2 ** 30, rel=5e-4)
+    assert (tpu.bandwidth_bytes_s, trn.bandwidth_bytes_s) == (7.37e12, 2.9e12)
+    assert (tpu.peak_flops["fp8"], tpu.peak_flops["bf16"]) == (4614e12, 2307e12)
+    assert (trn.peak_flops["fp8"], trn.peak_flops["bf16"]) == (1299e12, 667e12)
+    # Neither has FP4 tensor cores: FP4 experts run at the FP8 rate.
+    assert tpu.peak_for_bits(4.5) == 4614e12 and trn.peak_for_bits(4.5) == 1299e12
+    # Scale-up each way per chip: half of ICI's 1.2 TB/s both ways over a 64-chip cube with no network
+    # beyond it; half of NeuronLink's 1,024 GB/s in a 16-chip instance, then 3,200 Gb/s of EFA over 16 chips.
+    assert (tpu.scale_up_bytes_s, tpu.scale_up_domain, np.isnan(tpu.scale_out_bytes_s)) == (600e9, 64, True)
+    assert (trn.scale_up_bytes_s, trn.scale_up_domain, trn.scale_out_bytes_s) == (512e9, 16, 25e9)
+    for device in (tpu, trn):
+        assert np.isnan(device.power_w) and not device.power_known
+        with pytest.raises(ValueError, match=f"{device.name}.*power is not published"):
+            device.rated_w("a test's figure")
+    assert roofline.chip("gb300").rated_w("a test's figure") == 1400
+    assert {"tpu7x", "trainium2"} <= set(roofline.known_chips())
+    assert set(roofline.known_chips()) - set(specs.chips_with_power()) == {"tpu7x", "trainium2"}
+
+
+def test_serving_on_a_chip_of_unpublished_power_leaves_only_the_energy_unknown():
+    # serve() divides the rated watts by the tokens: for these chips the joules are NaN (unknown),
+    # and the times and throughput, which need no watts, are finite.
+    drawn = catalog.lengths()
+    point = serving.serve(roofline.model_spec("gpt-oss-120b"), roofline.chip("tpu7x"), 64.0, drawn.isl_mean,
+                          drawn.osl_mean, chips=8)
+    assert np.isfinite(point["tpot_s"]) and point["output_tokens_per_s_per_chip"] > 0
+    assert np.isnan(point["joules_per_output_token"])
+    # The per-watt arithmetic refuses the unknown by name rather than carry it on.
+    with pytest.raises(ValueError, match="power_w"):
+        metrics.tps_per_kw_at(1000.0, roofline.chip("trainium2").power_w)
