@@ -58,7 +58,8 @@ def main() -> dict:
         print(f"  {size / 1e6:8.3f} MB  {url.replace(base, '')}")
     shared = {"perwatt-vega": "Vega, Vega-Lite and vega-embed, served locally so charts render offline",
               "pydata-sphinx-theme.css": "the theme's stylesheet",
-              "fontawesome/webfonts": "the theme's icon font (its stylesheet draws the icons; no icon script)"}
+              "fontawesome/webfonts": "the theme's icon font, cut to the glyphs the book shows (its stylesheet "
+                                      "draws the icons; no icon script)"}
     third_party = sum(size for url, size in fetched.items() if any(key in url for key in shared))
     report["shared_library_bytes"] = third_party
     print(f"of which shared libraries, loaded once and cached: {third_party / 1e6:.2f} MB ("

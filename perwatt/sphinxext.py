@@ -16,7 +16,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
 * writes every formula as MathML at build time (:mod:`perwatt.mathml`), which browsers draw
   themselves, so no page loads a math library;
 * keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
-  same icons from a web font);
+  same icons from a web font), and cuts that font and the stylesheet's icon rules to the icons the
+  book shows (:mod:`perwatt.iconfont`);
 * puts the theme's home link inside a landmark and writes the root redirect page in full, so that
   axe finds nothing on any page;
 * works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
@@ -40,7 +41,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools, execution, mathml, render
+from perwatt import devtools, execution, iconfont, mathml, render
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -183,6 +184,24 @@ def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context
     scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
 
 
+def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
+    """After every page is written and the theme's files are copied: only the icons the pages use."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    sources = [Path(d) / "static" for d in app.builder.theme.get_theme_dirs()]
+    theme_static = next((s for s in sources if (s / iconfont.STYLESHEET).is_file()), None)
+    if theme_static is None:
+        logger.warning(f"perwatt.iconfont: no theme has {iconfont.STYLESHEET}; the icon font ships whole")
+        return
+    use = iconfont.ship_used_icons(Path(app.outdir) / "_static", theme_static)
+    for name in sorted(use.unknown):
+        logger.warning(f"perwatt.iconfont: a page uses the class {name}, which no stylesheet it loads defines")
+    logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
+
+
 def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
     """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
     if exception is None and app.builder.format == "html":
@@ -309,6 +328,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
+    app.connect("build-finished", _ship_used_icons)
     app.connect("build-finished", _write_root_redirect, priority=400)  # before sphinx-external-toc's
     app.connect("build-finished", _write_student_notebooks)
     app.add_css_file("perwatt.css")

@@ -80,7 +80,7 @@ def _build(folder: Path) -> dict:
 
 
 #: The files two builds of one source must agree on, byte for byte.
-COMPARED = (".html", ".js", ".css", ".json", ".csv")
+COMPARED = (".html", ".js", ".css", ".json", ".csv", ".woff2", ".ttf")
 
 
 def digests(site: Path) -> dict[str, str]:

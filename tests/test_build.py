@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import digests
 
-from perwatt import accounting, devtools, render, sphinxext
+from perwatt import accounting, devtools, iconfont, render, sphinxext
 
 REPO = devtools.REPO
 pytestmark = pytest.mark.build
@@ -183,6 +183,25 @@ def test_no_page_loads_the_theme_icon_script_and_every_icon_has_a_glyph(site):
     assert {"fa-magnifying-glass", "fa-download", "fa-sun", "fa-moon", "fa-bars"} <= icons
     missing = [i for i in sorted(icons) if not re.search(rf"\.{i}:before[,{{]", css)]
     assert missing == []
+
+
+def test_the_icon_fonts_hold_the_glyphs_the_pages_draw_and_little_else(site):
+    from fontTools.ttLib import TTFont
+
+    static = site / "_static"
+    icons = iconfont.icon_characters((static / iconfont.STYLESHEET).read_text(encoding="utf-8"))
+    used = set().union(*(iconfont.class_tokens(p.read_text(encoding="utf-8")) for p in pages(site))) & set(icons)
+    assert {"fa-magnifying-glass", "fa-download", "fa-sun", "fa-moon", "fa-circle-half-stroke", "fa-bars"} <= used
+    drawn = {icons[name] for name in used}
+    # The rules left draw only those, and the close button the theme's script adds to a banner.
+    assert set(icons.values()) == drawn | {"\uf00d"}
+    fonts = {path.name: set(TTFont(path).getBestCmap()) for path in (static / iconfont.FONT_DIR).iterdir()}
+    solid = fonts["fa-solid-900.woff2"]
+    assert {ord(c) for c in drawn} <= solid
+    # And what the stylesheets draw themselves: the collapsed contents' chevron, a note's icon.
+    assert {0xF107, 0xF05A} <= solid
+    assert len(solid) < 60 and (static / iconfont.FONT_DIR / "fa-solid-900.woff2").stat().st_size < 10_000
+    assert fonts["fa-solid-900.ttf"] == solid and fonts["fa-regular-400.ttf"] == fonts["fa-regular-400.woff2"]
 
 
 def test_no_widget_state_or_require_js_in_the_site(site):

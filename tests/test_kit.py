@@ -27,7 +27,8 @@ STUDENT = REPO / doctor.STUDENT
 #: Modules students never run: the Sphinx extension (inside the book build), the build and chapter
 #: tools, the handout writer and the host's command line that calls them. `python -m perwatt doctor`
 #: goes straight to perwatt.doctor (perwatt/__main__.py).
-HOST_ONLY = {"perwatt.sphinxext", "perwatt.mathml", "perwatt.devtools", "perwatt.handouts", "perwatt.workshop", "perwatt.hub"}
+HOST_ONLY = {"perwatt.sphinxext", "perwatt.mathml", "perwatt.devtools", "perwatt.handouts", "perwatt.workshop", "perwatt.hub",
+            "perwatt.iconfont"}
 
 
 def canonical(name: str) -> str:

@@ -1,8 +1,9 @@
 """The theme's icons and controls, and the formulas, in a real Chromium with every other host cut off.
 
 The site ships neither the theme's icon script (fontawesome.js) nor MathJax: icons are drawn by the
-theme's stylesheet from its Font Awesome web font, and formulas are MathML that the browser lays out
-itself. So these check what a reader sees: every icon has its glyph and the font loaded, the colour
+theme's stylesheet from its Font Awesome web font, cut at build time to the icons the book shows, and
+formulas are MathML that the browser lays out itself. So these check what a reader sees: every icon
+has its glyph, drawn with ink from the shipped font and not from a fallback, and the font loaded, the colour
 mode, search and download controls do what they say, the formulas are laid out as formulas (rows
 stacked, equals signs aligned, fractions over their denominators), and no page asks for a math
 library or an icon script.
@@ -47,6 +48,67 @@ ICONS = """async () => {
 }"""
 
 
+#: Every shown element whose ::before or ::after draws text in a Font Awesome font (the icon classes,
+#: and the icons the stylesheets draw themselves): its text, and the ink that text leaves on a canvas
+#: in that font. A glyph the font lacks leaves none: the shipped fonts' missing glyph is blank. Each
+#: element is marked, so that the browser can say which font it drew the text with (rendered_glyphs).
+GLYPHS = """async () => {
+  await document.fonts.ready;
+  const canvas = document.createElement('canvas').getContext('2d');
+  const ink = (text, style) => {
+    canvas.font = `${style.fontWeight} 32px ${style.fontFamily}`;
+    const m = canvas.measureText(text);
+    return (m.actualBoundingBoxLeft + m.actualBoundingBoxRight) * (m.actualBoundingBoxAscent + m.actualBoundingBoxDescent);
+  };
+  // Marks from an earlier call would point at entries of that call's list.
+  for (const e of document.querySelectorAll('[data-glyph-before], [data-glyph-after]')) {
+    e.removeAttribute('data-glyph-before');
+    e.removeAttribute('data-glyph-after');
+  }
+  const found = [];
+  for (const e of document.querySelectorAll('body *')) {
+    if (e.getClientRects().length === 0 || getComputedStyle(e).visibility === 'hidden') continue;
+    for (const pseudo of ['before', 'after']) {
+      const style = getComputedStyle(e, '::' + pseudo);
+      const text = (/^"(.+)"$/s.exec(style.content) || [])[1];
+      if (!text || style.display === 'none' || !style.fontFamily.includes('Font Awesome')) continue;
+      e.setAttribute('data-glyph-' + pseudo, found.length);
+      found.push({cls: e.getAttribute('class') || '', id: e.id, pseudo, text, font: style.fontFamily,
+                  ink: ink(text, style)});
+    }
+  }
+  return found;
+}"""
+
+
+def rendered_glyphs(page) -> list[dict]:
+    """GLYPHS, each with the fonts Chromium drew its text with (``drawn``), from the DevTools protocol."""
+    glyphs = page.evaluate(GLYPHS)
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        todo = [cdp.send("DOM.getDocument", {"depth": -1, "pierce": True})["root"]]
+        while todo:
+            node = todo.pop()
+            attributes = dict(zip(node.get("attributes", [])[::2], node.get("attributes", [])[1::2]))
+            for pseudo in node.get("pseudoElements", []):
+                index = attributes.get(f"data-glyph-{pseudo['pseudoType']}")
+                if index is not None:
+                    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": pseudo["nodeId"]})["fonts"]
+                    glyphs[int(index)]["drawn"] = [f["familyName"] for f in fonts if f["glyphCount"] > 0]
+            todo.extend(node.get("children", []))
+    finally:
+        cdp.detach()
+    return glyphs
+
+
+def _glyph_problems(glyphs: list[dict]) -> list[dict]:
+    """Glyphs without ink, or drawn (wholly or partly) in a font other than Font Awesome's."""
+    return [g for g in glyphs
+            if g["ink"] <= 0 or not g.get("drawn") or not all(f.startswith("Font Awesome") for f in g["drawn"])]
+
+
 class Visit(PageVisit):
     """A page that also records every URL it asked for."""
 
@@ -77,6 +139,10 @@ def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
         # The header's search, colour mode, download and contents icons, at least.
         assert len(state["icons"]) >= 4 and {"fa-magnifying-glass", "fa-download", "fa-list"} & names
         assert _icon_problems(state) == []
+        glyphs = rendered_glyphs(visit.page)
+        assert _glyph_problems(glyphs) == []
+        # Every icon class shown is among the glyphs checked.
+        assert len(glyphs) >= len(state["icons"]) and {i["cls"] for i in state["icons"]} <= {g["cls"] for g in glyphs}
         weights = {i["weight"] for i in state["icons"]}
         assert all(any(w in f for f in state["loaded"]) for w in weights), (weights, state["loaded"])
         assert state["svgIcons"] == 0  # no script replaced them
@@ -84,6 +150,50 @@ def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
+
+
+def test_every_glyph_on_every_page_is_drawn_from_the_shipped_font(site, site_url, browser):
+    problems, seen = {}, set()
+    for path in reader_pages(site):
+        visit = Visit(browser, site_url, path)
+        try:
+            glyphs = rendered_glyphs(visit.page)
+            seen |= {g["text"] for g in glyphs}
+            if _glyph_problems(glyphs):
+                problems[path] = _glyph_problems(glyphs)
+        finally:
+            visit.close()
+    assert problems == {}
+    # The header's search, contents and download icons, and one of the colour modes', at least.
+    assert {"\uf002", "\uf03a", "\uf019"} <= seen and {"\uf185", "\uf186", "\uf042"} & seen, seen
+
+
+#: Two rules that draw, in the theme's solid icon font, an icon the book uses (the sun) and one it does
+#: not (a dragon, U+F6D5).
+PROBES = r"""() => {
+  const style = document.createElement('style');
+  style.textContent = `#probe-used::before, #probe-unused::before {font: 900 16px "Font Awesome 6 Free"}
+    #probe-used::before {content: "\\f185"} #probe-unused::before {content: "\\f6d5"}`;
+  document.head.append(style);
+  for (const id of ['probe-used', 'probe-unused']) {
+    const probe = document.createElement('span');
+    probe.id = id;
+    document.querySelector('article').prepend(probe);
+  }
+}"""
+
+
+def test_an_icon_the_book_does_not_use_is_not_shipped_and_would_be_caught(site_url, browser):
+    with clean_visit(browser, site_url, "chapters/intro.html") as page:
+        page.evaluate(PROBES)
+        probes = {g["id"]: g for g in rendered_glyphs(page) if g["id"].startswith("probe-")}
+        assert probes.keys() == {"probe-used", "probe-unused"}, probes
+        used, unused = probes["probe-used"], probes["probe-unused"]
+        assert (used["text"], unused["text"]) == ("\uf185", "\uf6d5")
+        assert _glyph_problems([used]) == [] and used["ink"] > 300  # the sun's ink box at 32 px: about 32 × 32
+        # The dragon's rule names the same font, but the shipped font has no dragon: no ink, or
+        # another font's character; either way the check above reports it.
+        assert _glyph_problems([unused]) == [unused], unused
 
 
 def test_no_page_asks_for_an_icon_script_or_a_math_library(site, site_url, browser):
@@ -109,6 +219,8 @@ def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
         for _ in range(3):
             button.click()
             mode = page.evaluate("() => document.documentElement.dataset.mode")
+            toggle = [g for g in rendered_glyphs(page) if "theme-switch" in g["cls"]]
+            assert len(toggle) == 1 and _glyph_problems(toggle) == [], (mode, toggle)
             seen[mode] = page.evaluate("""() => {
               const icon = Array.from(document.querySelectorAll('.theme-switch-button .theme-switch'))
                 .find((i) => i.getClientRects().length > 0);
@@ -128,6 +240,8 @@ def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
 
 def test_search_box_finds_a_chapter(site_url, browser):
     with clean_visit(browser, site_url, "chapters/intro.html") as page:
+        button = [g for g in rendered_glyphs(page) if "fa-magnifying-glass" in g["cls"]]
+        assert button and _glyph_problems(button) == []
         page.locator(".search-button__button:visible").first.click()
         field = page.locator("#pst-search-dialog input[name=q]")
         field.wait_for(state="visible")
@@ -149,6 +263,10 @@ def test_download_menu_offers_files_that_exist_and_print(site_url, browser):
         items = menu.locator(".dropdown-menu")
         items.wait_for(state="visible")
         assert _icon_problems(page.evaluate(ICONS)) == []
+        shown = rendered_glyphs(page)
+        menu_icons = {c for g in shown for c in g["cls"].split() if c.startswith("fa-")}
+        assert {"fa-download", "fa-file", "fa-file-pdf", "fa-user-graduate"} <= menu_icons, menu_icons
+        assert _glyph_problems(shown) == []
         hrefs = items.locator("a[href]").evaluate_all("as => as.map((a) => a.href)")
         assert any(h.endswith(".md") for h in hrefs) and any(h.endswith(".ipynb") for h in hrefs), hrefs
         for href in hrefs:

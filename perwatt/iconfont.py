@@ -1,0 +1,160 @@
+"""Ship only the Font Awesome glyphs the built book draws, and only the icon rules that draw them.
+
+The theme's stylesheet carries a rule for each of Font Awesome's ~1,900 icons and its web fonts a
+glyph for each, about 300 kB a reader downloads for the two dozen icons the book shows. After the
+build (:func:`ship_used_icons`), the icons are found where the pages can draw them from:
+
+* the ``fa-*`` classes in every page's markup (the header's buttons, the download menu, the
+  colour-mode toggle's three icons, each shown in one mode only);
+* the ``fa-*`` class names in the scripts the pages load, which add icons at run time (the theme's
+  close button on a banner);
+* every private-use character in the stylesheets the pages load outside the icon rules, which is
+  how the themes draw icons from CSS alone (admonition titles, the collapsed contents' chevron).
+
+The fonts are then cut to those characters, from the theme's own copies (not the output folder's,
+which a previous build already cut), and the stylesheet keeps only the icon rules that name a class
+in use. A class in the markup that no stylesheet defines is reported, since it would draw nothing.
+A script that built a class name from pieces at run time would go unseen here; none of the themes'
+does, and the browser tests check that every glyph a page shows is drawn from the shipped font.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The theme's stylesheet that holds the icon rules and its fonts' @font-face, relative to _static.
+STYLESHEET = "styles/pydata-sphinx-theme.css"
+FONT_DIR = "vendor/fontawesome/webfonts"
+FONTS = ("fa-solid-900", "fa-regular-400", "fa-brands-400")
+FORMATS = {".woff2": "woff2", ".ttf": None}  # suffix -> fontTools flavor
+
+#: One icon rule as Font Awesome writes it: only ``.fa-NAME:before`` selectors, and a content string.
+#: It begins a rule (after ``}``, a comment, a line break or the start): ``.x .fa-y:before`` is not one.
+ICON_RULE = re.compile(r'(?:(?<=\})|(?<=\*/)|^)((?:\.fa-[a-z0-9-]+::?before\s*,\s*)*\.fa-[a-z0-9-]+::?before)'
+                       r'\s*\{\s*content\s*:\s*"((?:[^"\\]|\\.)*)"\s*;?\s*\}', re.MULTILINE)
+ICON_NAME = re.compile(r"\.(fa-[a-z0-9-]+)::?before")
+#: A Font Awesome class name inside a script's text or a class attribute.
+CLASS_TOKEN = re.compile(r"(?<![\w-])fa-[a-z0-9]+(?:-[a-z0-9]+)*")
+CLASS_ATTRIBUTE = re.compile(r'\bclass\s*=\s*(?:"([^"]*)"|\'([^\']*)\')', re.IGNORECASE)
+CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?|\\(.)", re.DOTALL)
+SOURCE_MAP = re.compile(r"/\*# sourceMappingURL=[^*]*\*/\s*")
+ASSET_LINK = re.compile(r'<(?:script[^>]*\bsrc|link[^>]*\bhref)\s*=\s*"([^"#?]+)[^"]*"', re.IGNORECASE)
+PRIVATE_USE = range(0xE000, 0xF900)
+
+
+def unescape_css(text: str) -> str:
+    """The characters a CSS string stands for (``"\\f185"`` is U+F185)."""
+    def char(match: re.Match) -> str:
+        if match.group(2) is not None:
+            return match.group(2)
+        code = int(match.group(1), 16)
+        return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code < 0xE000 else "\ufffd"
+    return CSS_ESCAPE.sub(char, text)
+
+
+def icon_characters(css: str) -> dict[str, str]:
+    """Each icon class the stylesheet defines -> the character(s) its ``::before`` draws."""
+    icons = {}
+    for match in ICON_RULE.finditer(css):
+        drawn = unescape_css(match.group(2))
+        for name in ICON_NAME.findall(match.group(1)):
+            icons[name] = drawn
+    return icons
+
+
+def css_drawn_characters(css: str) -> set[str]:
+    """Private-use characters the stylesheet uses outside its icon rules (the icons CSS draws itself)."""
+    rest = unescape_css(ICON_RULE.sub("", css))
+    return {c for c in rest if ord(c) in PRIVATE_USE}
+
+
+def trim_icon_rules(css: str, keep: set[str]) -> str:
+    """The stylesheet less every icon rule that names no class in ``keep``, and less its source map
+    link (the map describes the untrimmed file)."""
+    def rule(match: re.Match) -> str:
+        return match.group(0) if set(ICON_NAME.findall(match.group(1))) & keep else ""
+    return SOURCE_MAP.sub("", ICON_RULE.sub(rule, css))
+
+
+def class_tokens(html: str) -> set[str]:
+    """The ``fa-*`` classes on a page's elements (not words in its text)."""
+    return {token for match in CLASS_ATTRIBUTE.finditer(html)
+            for token in CLASS_TOKEN.findall(match.group(1) or match.group(2) or "")}
+
+
+def linked_assets(page: Path, html: str, root: Path) -> set[Path]:
+    """The local scripts and stylesheets a page loads."""
+    found = set()
+    for url in ASSET_LINK.findall(html):
+        if re.match(r"^[a-z]+:|^//", url):
+            continue
+        target = (page.parent / url).resolve()
+        if target.is_file() and target.is_relative_to(root) and target.suffix in (".js", ".css"):
+            found.add(target)
+    return found
+
+
+@dataclass(frozen=True)
+class IconUse:
+    classes: frozenset[str]  # icon classes the pages or their scripts use
+    characters: frozenset[str]  # every character the fonts must keep
+    unknown: frozenset[str]  # fa-* classes in the markup that no loaded stylesheet defines
+
+
+def find_icon_use(site: Path, icon_css: str) -> IconUse:
+    """Which icons the built site at ``site`` can show; ``icon_css`` is the untrimmed icon stylesheet."""
+    site = site.resolve()
+    icons = icon_characters(icon_css)
+    markup, assets = set(), set()
+    for page in site.rglob("*.html"):
+        if "_static" in page.relative_to(site).parts:
+            continue
+        html = page.read_text(encoding="utf-8")
+        markup |= class_tokens(html)
+        assets |= linked_assets(page, html, site)
+    stylesheets = {path: (icon_css if path.as_posix().endswith(STYLESHEET) else path.read_text(encoding="utf-8"))
+                   for path in assets if path.suffix == ".css"}
+    scripted = {token for path in assets if path.suffix == ".js"
+                for token in CLASS_TOKEN.findall(path.read_text(encoding="utf-8"))}
+    classes = (markup | scripted) & set(icons)
+    characters = {c for name in classes for c in icons[name]}
+    for css in stylesheets.values():
+        characters |= css_drawn_characters(css)
+    defined = set(CLASS_TOKEN.findall("\n".join(stylesheets.values())))
+    return IconUse(frozenset(classes), frozenset(characters), frozenset(markup - defined))
+
+
+def subset_font(source: Path, target: Path, characters: Iterable[str], flavor: str | None) -> None:
+    """Write ``source`` cut to ``characters`` (those it has), as ``flavor`` ("woff2" or None for sfnt)."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    options = subset.Options()
+    options.flavor = flavor
+    options.name_IDs = ["*"]  # the copyright and licence records travel with the glyphs
+    options.ignore_missing_unicodes = True
+    # No timestamp of today in the file: two builds of one source ship the same bytes.
+    font = TTFont(source, recalcTimestamp=False)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted({ord(c) for c in characters}))
+    subsetter.subset(font)
+    font.flavor = flavor
+    target.parent.mkdir(parents=True, exist_ok=True)
+    font.save(target, reorderTables=False)
+
+
+def ship_used_icons(static: Path, theme_static: Path) -> IconUse:
+    """Cut the icon fonts and rules in the built site's ``static`` folder to what its pages use,
+    from the originals in the theme's ``theme_static`` folder."""
+    icon_css = (theme_static / STYLESHEET).read_text(encoding="utf-8")
+    use = find_icon_use(static.parent, icon_css)
+    (static / STYLESHEET).write_text(trim_icon_rules(icon_css, set(use.classes)), encoding="utf-8")
+    for name in FONTS:
+        for suffix, flavor in FORMATS.items():
+            source = theme_static / FONT_DIR / f"{name}{suffix}"
+            if source.is_file():
+                subset_font(source, static / FONT_DIR / source.name, use.characters, flavor)
+    return use
