@@ -152,6 +152,12 @@ def _read_at_targets() -> list[dict]:
         {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
         {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
         {"filter": "isValid(datum.central)"},
+        # The band's ends: the least and most of the cases that reach the target (crosschip.at_targets).
+        {"calculate": "min(isValid(datum.low) ? datum.low : datum.central, datum.central, "
+                      "isValid(datum.high) ? datum.high : datum.central)", "as": "band_low"},
+        {"calculate": "max(isValid(datum.low) ? datum.low : datum.central, datum.central, "
+                      "isValid(datum.high) ? datum.high : datum.central)", "as": "high"},
+        {"calculate": "datum.band_low", "as": "low"},
     ]
 
 
