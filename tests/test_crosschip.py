@@ -124,6 +124,34 @@ def test_a_formula_prints_what_it_computes():
         formula.evaluate({}, {"b": 1.0})
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_the_inverse_round_trips_each_reported_point(model):
+    row = catalog.results().set_index(["model", "system"]).loc[(model, catalog.CANDIDATE)]
+    free = dataclasses.replace(DEFAULTS, layer_latency_us=0.0)
+    solved = crosschip.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1, assumptions=free, tflops=1e7)
+    assert solved["solvable"]
+    device = crosschip.reader_chip(solved["bandwidth_tb_s"], 1e7, 4096, solved["power_w"], 8)
+    every = crosschip.rows(model, dataclasses.replace(device, hbm_bytes=float("inf")), assumptions=free)
+    spec = model_spec(model)
+    at = every[(every["chips"] == 8) & (every["ep"] == (8 if spec.is_moe else 1)) & ~every["dp_attention"].astype(bool)
+               & (every["batch"] == 1)].iloc[0]
+    assert at["x"] == pytest.approx(row["interactivity"], rel=1e-9)
+    assert at["y"] == pytest.approx(row["tps_per_kw"], rel=1e-9)
+    # At the fitted fixed time per layer no bandwidth reaches the reported speed: the answer stays unknown.
+    capped = crosschip.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1)
+    assert not capped["solvable"] and math.isnan(capped["bandwidth_tb_s"]) and math.isnan(capped["power_w"])
+    assert capped["ceiling"] < row["interactivity"] and capped["ceiling"] < 1e6 / (spec.layers * DEFAULTS.layer_latency_us)
+
+
+def test_the_inverse_names_what_it_cannot_take():
+    with pytest.raises(ValueError, match="^ep"):
+        crosschip.inverse("deepseek-r1", 100.0, 1000.0, chips=8, ep=3)
+    with pytest.raises(ValueError, match="^tokens_per_s_per_user"):
+        crosschip.inverse("deepseek-r1", -1.0, 1000.0)
+    with pytest.raises(ValueError, match="^baseline"):
+        crosschip.gap_conditions("deepseek-r1", "tpu7x", 100.0)
+
+
 # --- In the page: the browser's numbers are the model's ----------------------------------------------
 
 page_settings = st.fixed_dictionaries({

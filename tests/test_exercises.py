@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perwatt import agents, benchmark, catalog, exercises, figures, roofline, serving, speculative
+import dataclasses
+
+from perwatt import agents, benchmark, catalog, crosschip, exercises, figures, roofline, serving, speculative
 
 
 def test_per_watt_predict():
@@ -213,3 +215,54 @@ def test_the_audit_answer_agrees_with_the_audit():
     assert audit.loc[("gpt-oss-120b", "gb200"), "consistent"]
     audit = benchmark.latency_audit(benchmark.book_results(), 769).set_index(["model", "system"])
     assert not audit.loc[("gpt-oss-120b", "gb200"), "consistent"]
+
+
+def test_prefill_perwatt_predict():
+    # At the low-interactivity end every frontier point counts, so the ratio is each chip's best total
+    # tokens/s per chip over its rating: GB300's over 1.4 kW against H100's over 0.7 kW.
+    answers = exercises.prefill_ex_perwatt_predict()
+    best = {a: serving.frontier("deepseek-r1", a)["total_tokens_per_s_per_chip"].max() for a in ("gb300", "h100")}
+    assert answers["end"] == pytest.approx((best["gb300"] / 1.4) / (best["h100"] / 0.7), rel=1e-12)
+    # At 50 tokens/s per user or faster: the best of the points at least that fast.
+    at = {a: (lambda f: f.loc[f["tokens_per_s_per_user"] >= 50, "total_tokens_per_s_per_chip"].max())(
+        serving.frontier("deepseek-r1", a)) for a in ("gb300", "h100")}
+    assert answers["at"] == pytest.approx((at["gb300"] / 1.4) / (at["h100"] / 0.7), rel=1e-12)
+    assert answers["grows"] and answers["at"] > 2 * answers["end"]
+
+
+def test_prefill_inverse():
+    # With 5,000 TFLOP/s per chip, unlimited bandwidth still leaves each token its compute and its
+    # share of the pool's 8k-token prefills, so 8 chips cannot reach the reported 12,258 tokens/s.
+    answers = exercises.prefill_ex_inverse()
+    assert not answers["solvable"] and answers["ceiling"] < 12258
+    device = roofline.Chip("fast", "fast", float("inf"), 1e18, {f: 5000e12 for f in ("fp4", "fp8", "bf16")}, 700.0,
+                           900e9, 8)
+    drawn = catalog.lengths()
+    served = serving.serve(roofline.model_spec("deepseek-r1"), device, 1, drawn.isl_mean, drawn.osl_mean,
+                           roofline.Assumptions(layer_latency_us=0.0), 8, 8, False)
+    assert answers["ceiling"] == pytest.approx(float(served["tokens_per_s_per_user"]), rel=1e-9)
+    assert answers["share"] == pytest.approx(answers["ceiling"] / 12258 * 100)
+    # Twice the compute and it is within reach.
+    assert crosschip.inverse("deepseek-r1", 12258, 19641, 8, 1, assumptions=roofline.Assumptions(layer_latency_us=0.0),
+                             tflops=10_000)["solvable"]
+
+
+def test_prefill_gap():
+    # A GB300 with k times its bandwidth, same 1.4 kW, against the GB300 at 70 tokens/s per user or faster.
+    answers = exercises.prefill_ex_gap()
+    base = roofline.chip("gb300")
+
+    def best(k):
+        faster = dataclasses.replace(base, bandwidth_bytes_s=base.bandwidth_bytes_s * k)
+        rows = crosschip.frontier("deepseek-r1", faster)
+        return rows.loc[rows["x"] >= 70, "y"].max()
+
+    # The least multiple that reaches the gap: a hair less falls short (the gain comes in steps, as a
+    # larger batch becomes fast enough, so the gap reached may be larger than asked).
+    k = answers["k_low"]
+    assert best(k) / best(1.0) == pytest.approx(answers["reached_low"], rel=1e-12) and answers["reached_low"] >= 2.1
+    assert best(k * (1 - 1e-6)) / best(1.0) < 2.1
+    # 4.1 times is out of bandwidth's reach: even 1,000 times the bandwidth gives less.
+    assert not answers["high_reachable"] and answers["most"] < 4.1
+    assert best(1000.0) / best(1.0) == pytest.approx(answers["most"], rel=1e-12)
+    assert answers["share_high"] == pytest.approx(1 / 4.1)
