@@ -26,9 +26,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perwatt import calibration, catalog, checks, data, parallel, power, serving
+from perwatt import catalog, checks, data, parallel, power, serving
 from perwatt.expression import Formula, field, maximum, minimum, param, total, where
-from perwatt.specs import DEFAULTS, GIGA, TERA, Assumptions, Chip, chip, known_chips, model_spec
+from perwatt.specs import DEFAULTS, GIGA, TERA, Assumptions, Chip, chip, model_spec
 
 OPS = parallel.OPERATORS
 PHASES = ("d", "p")  # decode, prefill
@@ -36,6 +36,8 @@ PHASES = ("d", "p")  # decode, prefill
 BATCHES = serving.BATCHES
 #: How power is counted: the chip's rating, or the load model of :mod:`perwatt.power`.
 POWER_BASES = ("rated", "modelled")
+#: One chip's power in watts (a scalar: a chip has one rating).
+WATTS = checks.rule(checks.scalar, minimum=checks.MIN_PLAUSIBLE_POWER_W, maximum=checks.MAX_PLAUSIBLE_POWER_W)
 #: The name of the reader's chip among the systems.
 READER = "reader"
 PRECISION = serving.PRECISION
@@ -156,7 +158,7 @@ def _fields(device: Chip, power_w: float, spec=None) -> dict:
 
 
 @checks.validated(accelerator=checks.TEXT, model=checks.TEXT, precision=PRECISION,
-                  power_w=checks.rule(checks.optional, checks.power_w))
+                  power_w=checks.rule(checks.optional, WATTS))
 def chip_fields(accelerator: str, model: str, precision: str = "as_released", power_w: float | None = None) -> dict:
     """A chip of data/accelerators.csv as :data:`FORMULA`'s chip fields (SI units; 0 for a format
     or link the chip lacks). ``power_w`` replaces the rating: it is required where the rating is
@@ -175,7 +177,7 @@ READER_LINK_GB_S = 900.0
 @checks.validated(bandwidth_tb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e4),
                   tflops=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e7),
                   hbm_gb=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e6),
-                  power_w=checks.power_w, domain=checks.rule(checks.integer, maximum=1024),
+                  power_w=WATTS, domain=checks.rule(checks.integer, maximum=1024),
                   link_gb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5))
 def reader_chip(bandwidth_tb_s: float, tflops: float, hbm_gb: float, power_w: float, domain: int = 8,
                 link_gb_s: float = READER_LINK_GB_S) -> Chip:
@@ -251,198 +253,7 @@ def best_at(curve: pd.DataFrame, targets) -> np.ndarray:
     return np.where(reach.any(axis=1), np.where(reach, y[None, :], -np.inf).max(axis=1), np.nan)
 
 
+@checks.validated(assumptions=ASSUMED, bandwidth_efficiency=checks.rule(checks.scalar, minimum=0.01, maximum=1.0))
 def with_efficiency(assumptions: Assumptions, bandwidth_efficiency: float) -> Assumptions:
+    """The same assumptions at another bandwidth efficiency."""
     return dataclasses.replace(assumptions, bandwidth_efficiency=float(bandwidth_efficiency))
-
-
-#: The three cases a band is drawn from: the lowest and highest per-chip efficiency and the fit.
-CASES = ("low", "central", "high")
-#: The per-user targets a curve is read at (tokens/s per user), for bands and ratios.
-TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 700.0,
-           1000.0, 1500.0, 2000.0, 3000.0, 5000.0, 7000.0, 10000.0, 20000.0)
-
-
-def efficiency_band() -> dict[str, float]:
-    """Bandwidth efficiency per case: the fitted value, and the lowest and highest that fit one
-    measured chip's own points (:func:`perwatt.calibration.bandwidth_efficiency_by_chip`)."""
-    by_chip = calibration.bandwidth_efficiency_by_chip()["bandwidth_efficiency"]
-    return {"low": float(by_chip.min()), "central": DEFAULTS.bandwidth_efficiency, "high": float(by_chip.max())}
-
-
-def system_chip(system: str, reader: Chip | None = None, assumed_power_w: float | None = None) -> Chip:
-    """The chip behind a system name: the reader's (``"reader"``) or a row of data/accelerators.csv,
-    with ``assumed_power_w`` where its power is unpublished (a ValueError if that is not given)."""
-    if system == READER:
-        if reader is None:
-            raise ValueError("reader: the reader's chip was named but not given")
-        return reader
-    device = chip(system)
-    if not np.isfinite(device.power_w):
-        if assumed_power_w is None or assumed_power_w <= 0:
-            raise ValueError(f"assumed_power_w: {device.label}'s power is not published; give an assumed power")
-        device = dataclasses.replace(device, power_w=float(assumed_power_w))
-    return device
-
-
-@checks.validated(model=checks.TEXT, systems=checks.rule(checks.instances, str), precision=PRECISION,
-                  power_basis=checks.rule(checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED,
-                  reader=checks.rule(checks.optional, checks.kind(Chip)),
-                  assumed_power_w=checks.rule(checks.optional, checks.rule(checks.nonnegative,
-                                                                          maximum=checks.MAX_PLAUSIBLE_POWER_W)))
-def curves(model: str, systems: list, precision: str = "as_released", power_basis: str = "rated",
-           assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED,
-           reader: Chip | None = None, assumed_power_w: float | None = None) -> pd.DataFrame:
-    """Each system's frontier in each case of :data:`CASES` (the bandwidth efficiency of
-    :func:`efficiency_band`; every other assumption as given). Systems whose power is unpublished
-    are left out unless ``assumed_power_w`` is given; a system that cannot hold the model is left out."""
-    band = efficiency_band()
-    parts = []
-    for system in dict.fromkeys(systems):
-        try:
-            device = system_chip(system, reader, assumed_power_w)
-        except ValueError as error:
-            if "assumed_power_w" in str(error):
-                continue
-            raise
-        for case in CASES:
-            try:
-                front = frontier(model, device, precision, power_basis, with_efficiency(assumptions, band[case]),
-                                 power_model)
-            except ValueError as error:
-                if "does not fit" in str(error):
-                    break
-                raise
-            parts.append(front.assign(system=system, case=case))
-    if not parts:
-        raise ValueError(f"systems: none of {systems} can be drawn for {model!r}")
-    return pd.concat(parts, ignore_index=True)
-
-
-def at_targets(curve_frame: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per system and target: the most tokens/s per kW at that per-user rate or faster at the fitted
-    efficiency (``central``), and the least and most of it across :data:`CASES` (``low``, ``high``);
-    a target the fitted case does not reach is left out."""
-    rows = []
-    for system, part in curve_frame.groupby("system", sort=False):
-        values = {case: best_at(part[part["case"] == case], targets) for case in CASES}
-        for i, t in enumerate(targets):
-            if np.isfinite(values["central"][i]):
-                # Under the load model a faster chip may draw more, so the ends of the band are the
-                # least and most of the three cases, not always the low and high efficiency.
-                reached = [values[c][i] for c in CASES if np.isfinite(values[c][i])]
-                rows.append({"system": system, "t": float(t), "low": float(min(reached)),
-                             "central": float(values["central"][i]), "high": float(max(reached))})
-    return pd.DataFrame(rows, columns=["system", "t", *CASES])
-
-
-def ratio_along(read: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """``a``'s tokens/s per kW ÷ ``b``'s at each target both reach (:func:`at_targets`), with an
-    interval: the two chips' efficiencies are taken to vary independently across the band, so the
-    ratio's low end is a low ``a`` over a high ``b``."""
-    left, right = read[read["system"] == a], read[read["system"] == b]
-    both = left.merge(right, on="t", suffixes=("_a", "_b"), how="inner")
-    out = pd.DataFrame({"t": both["t"].to_numpy(float), "ratio": (both["central_a"] / both["central_b"]).to_numpy(),
-                        "ratio_low": (both["low_a"] / both["high_b"]).to_numpy(),
-                        "ratio_high": (both["high_a"] / both["low_b"]).to_numpy()})
-    return out.reset_index(drop=True)
-
-
-
-# --- The inverse question: what chip would pass through a reported point? ----------------------------
-
-#: Search bounds for a solved bandwidth, bytes/s (1 GB/s to 1 EB/s), and for a bandwidth multiple.
-BANDWIDTH_SEARCH = (1e9, 1e18)
-MULTIPLE_SEARCH = (1.0, 1000.0)
-#: Peak FLOP/s taken when the reader gives none: so large that compute never limits (bandwidth alone).
-UNLIMITED_FLOPS = 1e21
-
-
-def _bisect_log(f, low: float, high: float, steps: int = 200) -> float:
-    """The x in [low, high] where the increasing f crosses zero, by bisection on log x."""
-    a, b = np.log(low), np.log(high)
-    for _ in range(steps):
-        mid = (a + b) / 2
-        a, b = (mid, b) if f(float(np.exp(mid))) < 0 else (a, mid)
-    return float(np.exp((a + b) / 2))
-
-
-@checks.validated(model=checks.TEXT, tokens_per_s_per_user=checks.RATE, tps_per_kw=checks.RATE, chips=checks.CHIPS,
-                  batch=checks.BATCH, ep=checks.rule(checks.optional, checks.CHIPS), dp_attention=checks.FLAG,
-                  precision=PRECISION, assumptions=ASSUMED,
-                  tflops=checks.rule(checks.optional, checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e9)))
-def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: int = 8, batch: int = 1,
-            ep: int | None = None, dp_attention: bool = False, precision: str = "as_released",
-            assumptions: Assumptions = DEFAULTS, tflops: float | None = None) -> dict:
-    """The HBM bandwidth and power per chip with which one instance (``chips`` chips, ``ep`` expert
-    groups, by default one per chip for a mixture of experts, at ``batch`` sequences) reaches a point:
-    ``tokens_per_s_per_user`` and total ``tps_per_kw`` at rated power, by :data:`FORMULA` on a chip of
-    the reader's kind (one peak for every operator: ``tflops``, or unlimited; links as
-    :data:`READER_LINK_GB_S`; memory not a limit, and the memory needed reported).
-
-    Per-user speed rises with bandwidth towards a ceiling that bandwidth cannot pass (the fixed
-    time per layer, compute, links). Where the point is beyond it, ``solvable`` is false and the
-    bandwidth and power are NaN: no chip of that kind reaches it. Returns a dict: ``solvable``,
-    ``bandwidth_tb_s``, ``power_w``, ``ceiling`` (tokens/s per user with unlimited bandwidth) and
-    ``memory_gb`` (each chip's weights and caches)."""
-    spec = model_spec(model).with_precision(precision)
-    chips = int(chips)
-    ep = (chips if spec.is_moe else 1) if ep is None else int(ep)
-    if chips % ep:
-        raise ValueError(f"ep must divide chips: {ep} expert groups cannot split {chips} chips")
-    _check_assumptions_match_terms(assumptions)
-    grid = _terms_of(spec, pd.DataFrame({"chips": [chips], "ep": [ep], "dp_attention": [bool(dp_attention)],
-                                         "batch": [float(batch)]}))
-    peak = UNLIMITED_FLOPS if tflops is None else tflops * TERA
-    given = parameters(assumptions)
-
-    def point(bandwidth: float, power_w: float = 1000.0) -> dict:
-        device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=bandwidth,
-                      peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
-                      scale_up_bytes_s=READER_LINK_GB_S * GIGA, scale_up_domain=chips)
-        return FORMULA.evaluate(grid.to_dict("series"), {**_fields(device, power_w, spec), **given})
-
-    ceiling = float(point(BANDWIDTH_SEARCH[1])["x"][0])
-    memory_gb = float(grid["memory"].iloc[0]) / GIGA
-    if ceiling <= tokens_per_s_per_user:
-        return {"solvable": False, "bandwidth_tb_s": float("nan"), "power_w": float("nan"), "ceiling": ceiling,
-                "memory_gb": memory_gb}
-    bandwidth = _bisect_log(lambda b: float(point(b)["x"][0]) - tokens_per_s_per_user, *BANDWIDTH_SEARCH)
-    per_chip = float(point(bandwidth)["total_per_chip"][0])
-    return {"solvable": True, "bandwidth_tb_s": bandwidth / TERA, "power_w": per_chip / tps_per_kw * 1000,
-            "ceiling": ceiling, "memory_gb": memory_gb}
-
-
-@checks.validated(model=checks.TEXT, baseline=checks.TEXT, target=checks.RATE,
-                  gaps=checks.rule(checks.array, minimum=1.0, maximum=1000.0), precision=PRECISION, assumptions=ASSUMED)
-def gap_conditions(model: str, baseline: str, target: float, gaps=(2.1, 4.1), precision: str = "as_released",
-                   assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
-    """What a chip needs, beside ``baseline``, for ``gaps`` times its tokens/s per kW at ``target``
-    tokens/s per user or faster, one change at a time: the least multiple of the baseline's HBM
-    bandwidth, at the same power, that reaches at least the gap (NaN where even 1,000 times does
-    not: bandwidth is then not the limit), or the share of its power at the same bandwidth (1 ÷ gap:
-    tokens per kW scale with 1 ÷ power). The batches are whole numbers, so the gain comes in steps
-    and the least multiple may give more than the gap (``gap_reached``). One row per gap, with the
-    baseline's tokens/s per kW at the target and the most that bandwidth alone gives."""
-    device = chip(baseline)
-    if not np.isfinite(device.power_w):
-        raise ValueError(f"baseline: {device.label}'s power is not published")
-
-    def best(multiple: float) -> float:
-        faster = dataclasses.replace(device, bandwidth_bytes_s=device.bandwidth_bytes_s * multiple)
-        value = best_at(frontier(model, faster, precision, "rated", assumptions), target)[0]
-        return float(value) if np.isfinite(value) else 0.0
-
-    base = best(1.0)
-    if base <= 0:
-        raise ValueError(f"target: {device.label} does not reach {target:,.0f} tokens/s per user for {model!r} in the model")
-    rows = []
-    top = best(MULTIPLE_SEARCH[1]) / base
-    for gap in np.atleast_1d(gaps):
-        # The upper end of the bisection's last bracket: a multiple that reaches the gap.
-        multiple = (float("nan") if top < gap else
-                    _bisect_log(lambda k: best(k) / base - gap, *MULTIPLE_SEARCH, steps=40) * (1 + 1e-9))
-        reached = best(multiple) / base if np.isfinite(multiple) else float("nan")
-        rows.append({"gap": float(gap), "bandwidth_multiple": multiple, "gap_reached": reached,
-                     "power_share": 1.0 / float(gap),
-                     "baseline_tps_per_kw": base, "most_from_bandwidth": top})
-    return pd.DataFrame(rows)

@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from perwatt import (accounting, agents, benchmark, calibration, catalog, crosschip, data, figures, fleet, metrics,
-                     roofline, serving, speculative)
+from perwatt import (accounting, agents, bands, benchmark, calibration, catalog, data, figures, fleet, inverse,
+                     metrics, roofline, serving, speculative)
 
 
 def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
@@ -133,8 +133,8 @@ def prefill_ex_calibrate(step: float = 0.1) -> dict:
 def prefill_ex_perwatt_predict(target: float = 50.0) -> dict:
     """A GB300's tokens/s per kW over an H100's for DeepSeek R1 at rated power: at the
     low-interactivity end (the lowest target every point reaches) and at ``target`` tokens/s per user or faster."""
-    read = crosschip.at_targets(crosschip.curves("deepseek-r1", ["gb300", "h100"]))
-    ratio = crosschip.ratio_along(read, "gb300", "h100").set_index("t")["ratio"]
+    read = bands.at_targets(bands.curves("deepseek-r1", ["gb300", "h100"]))
+    ratio = bands.ratio_along(read, "gb300", "h100").set_index("t")["ratio"]
     return {"target": target, "end": float(ratio.iloc[0]), "at": float(ratio.loc[target]),
             "grows": bool(ratio.loc[target] > ratio.iloc[0])}
 
@@ -148,7 +148,7 @@ def prefill_ex_inverse(tflops: float = 5000.0, chips: int = 8, batch: int = 1) -
     of ``tflops`` dense TFLOP/s: whether any bandwidth reaches it, and the ceiling bandwidth cannot pass."""
     row = _reported("deepseek-r1")
     free = replace(roofline.DEFAULTS, layer_latency_us=0.0)
-    solved = crosschip.inverse("deepseek-r1", row["interactivity"], row["tps_per_kw"], chips, batch,
+    solved = inverse.inverse("deepseek-r1", row["interactivity"], row["tps_per_kw"], chips, batch,
                                assumptions=free, tflops=tflops)
     return {"tflops": tflops, "chips": chips, "rate": row["interactivity"], "solvable": solved["solvable"],
             "ceiling": solved["ceiling"], "share": solved["ceiling"] / row["interactivity"] * 100}
@@ -158,7 +158,7 @@ def prefill_ex_gap(target: float = 70.0) -> dict:
     """How many times a GB300's bandwidth, at its power, a chip needs for the interactive-end gaps
     (2.1 and 4.1 times its DeepSeek R1 tokens/s per kW at ``target`` tokens/s per user or faster)."""
     low, high = (data.load("claims").set_index("claim_id").loc["interactive-gap", c] for c in ("low", "high"))
-    far = crosschip.gap_conditions("deepseek-r1", "gb300", target, (low, high))
+    far = inverse.gap_conditions("deepseek-r1", "gb300", target, (low, high))
     return {"target": target, "low": low, "high": high, "k_low": float(far["bandwidth_multiple"].iloc[0]),
             "reached_low": float(far["gap_reached"].iloc[0]),
             "high_reachable": bool(np.isfinite(far["bandwidth_multiple"].iloc[1])),

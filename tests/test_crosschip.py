@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perwatt import catalog, crosschip, expression, power, serving
+from perwatt import bands, catalog, crosschip, expression, inverse, power, serving
 from perwatt.figures import cross_chip as pwf
 from perwatt.specs import DEFAULTS, chip, known_chips, model_spec
 
@@ -23,7 +23,7 @@ MODELS = tuple(catalog.results()["model"].drop_duplicates())
 @pytest.mark.parametrize("accelerator", known_chips())
 def test_the_formula_is_the_serving_model_on_every_chip(model, accelerator):
     # A chip with no published power gets one here: the test is of the arithmetic, not the chip.
-    device, drawn = crosschip.system_chip(accelerator, assumed_power_w=700.0), catalog.lengths()
+    device, drawn = bands.system_chip(accelerator, assumed_power_w=700.0), catalog.lengths()
     try:
         swept = serving.sweep(model, accelerator)
     except ValueError:
@@ -68,15 +68,15 @@ def test_every_curve_is_a_frontier_and_its_band_holds_it(setting, reader):
     assumptions = dataclasses.replace(DEFAULTS, layer_latency_us=setting["layer_us"])
     systems = [crosschip.READER, "gb300", "mi355x", "h100"]
     try:
-        curves = crosschip.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
+        curves = bands.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
                                   assumptions, reader=reader)
     except ValueError as error:
         assert "none of" in str(error)
         return
     for (system, case), curve in curves.groupby(["system", "case"]):
-        device = crosschip.system_chip(system, reader)
+        device = bands.system_chip(system, reader)
         every = crosschip.rows(setting["model"], device, setting["precision"], setting["power_basis"],
-                               crosschip.with_efficiency(assumptions, crosschip.efficiency_band()[case]))
+                               crosschip.with_efficiency(assumptions, bands.efficiency_band()[case]))
         x, y = every["x"].to_numpy(), every["y"].to_numpy()
         for cx, cy in zip(curve["x"], curve["y"]):
             beaten = (x >= cx) & (y >= cy) & ((x > cx) | (y > cy))
@@ -84,7 +84,7 @@ def test_every_curve_is_a_frontier_and_its_band_holds_it(setting, reader):
         # Nothing left out: every row is beaten by or equal to a curve point.
         cover = (curve["x"].to_numpy()[:, None] >= x[None, :]) & (curve["y"].to_numpy()[:, None] >= y[None, :])
         assert cover.any(axis=0).all()
-    read = crosschip.at_targets(curves)
+    read = bands.at_targets(curves)
     low_ok = read["low"].isna() | (read["low"] <= read["central"] * (1 + 1e-12))
     assert low_ok.all() and (read["central"] <= read["high"] * (1 + 1e-12)).all()
 
@@ -97,7 +97,7 @@ def test_best_at_reads_the_most_per_kw_at_or_beyond_a_target():
 def test_the_ratio_interval_takes_the_two_chips_band_ends_apart():
     read = pd.DataFrame({"system": ["a", "b"], "t": [10.0, 10.0], "low": [8.0, 2.0], "central": [10.0, 4.0],
                          "high": [12.0, 5.0]})
-    out = crosschip.ratio_along(read, "a", "b").iloc[0]
+    out = bands.ratio_along(read, "a", "b").iloc[0]
     assert (out["ratio"], out["ratio_low"], out["ratio_high"]) == (2.5, 8 / 5, 6.0)
 
 
@@ -128,7 +128,7 @@ def test_a_formula_prints_what_it_computes():
 def test_the_inverse_round_trips_each_reported_point(model):
     row = catalog.results().set_index(["model", "system"]).loc[(model, catalog.CANDIDATE)]
     free = dataclasses.replace(DEFAULTS, layer_latency_us=0.0)
-    solved = crosschip.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1, assumptions=free, tflops=1e7)
+    solved = inverse.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1, assumptions=free, tflops=1e7)
     assert solved["solvable"]
     device = crosschip.reader_chip(solved["bandwidth_tb_s"], 1e7, 4096, solved["power_w"], 8)
     every = crosschip.rows(model, dataclasses.replace(device, hbm_bytes=float("inf")), assumptions=free)
@@ -138,18 +138,18 @@ def test_the_inverse_round_trips_each_reported_point(model):
     assert at["x"] == pytest.approx(row["interactivity"], rel=1e-9)
     assert at["y"] == pytest.approx(row["tps_per_kw"], rel=1e-9)
     # At the fitted fixed time per layer no bandwidth reaches the reported speed: the answer stays unknown.
-    capped = crosschip.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1)
-    assert not capped["solvable"] and math.isnan(capped["bandwidth_tb_s"]) and math.isnan(capped["power_w"])
+    capped = inverse.inverse(model, row["interactivity"], row["tps_per_kw"], 8, 1)
+    assert not capped["solvable"] and capped["bandwidth_tb_s"] is None and capped["power_w"] is None
     assert capped["ceiling"] < row["interactivity"] and capped["ceiling"] < 1e6 / (spec.layers * DEFAULTS.layer_latency_us)
 
 
 def test_the_inverse_names_what_it_cannot_take():
     with pytest.raises(ValueError, match="^ep"):
-        crosschip.inverse("deepseek-r1", 100.0, 1000.0, chips=8, ep=3)
+        inverse.inverse("deepseek-r1", 100.0, 1000.0, chips=8, ep=3)
     with pytest.raises(ValueError, match="^tokens_per_s_per_user"):
-        crosschip.inverse("deepseek-r1", -1.0, 1000.0)
+        inverse.inverse("deepseek-r1", -1.0, 1000.0)
     with pytest.raises(ValueError, match="^baseline"):
-        crosschip.gap_conditions("deepseek-r1", "tpu7x", 100.0)
+        inverse.gap_conditions("deepseek-r1", "tpu7x", 100.0)
 
 
 # --- In the page: the browser's numbers are the model's ----------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 import dataclasses
 
-from perwatt import agents, benchmark, catalog, crosschip, exercises, figures, roofline, serving, speculative
+from perwatt import agents, benchmark, catalog, crosschip, exercises, figures, inverse, roofline, serving, speculative
 
 
 def test_per_watt_predict():
@@ -243,7 +243,7 @@ def test_prefill_inverse():
     assert answers["ceiling"] == pytest.approx(float(served["tokens_per_s_per_user"]), rel=1e-9)
     assert answers["share"] == pytest.approx(answers["ceiling"] / 12258 * 100)
     # Twice the compute and it is within reach.
-    assert crosschip.inverse("deepseek-r1", 12258, 19641, 8, 1, assumptions=roofline.Assumptions(layer_latency_us=0.0),
+    assert inverse.inverse("deepseek-r1", 12258, 19641, 8, 1, assumptions=roofline.Assumptions(layer_latency_us=0.0),
                              tflops=10_000)["solvable"]
 
 

@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from perwatt import (accounting, agents, calibration, catalog, fleet, instruments, load, metrics, parallel, power, roofline,
-                     serving, specs, speculative)
+from perwatt import (accounting, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
+                     parallel, power, roofline, serving, specs, speculative)
 
 MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
-           load, fleet)
+           load, fleet, crosschip, bands, inverse)
 #: Public callables left out, each with the reason.
 SKIP = {
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
@@ -140,6 +140,32 @@ GOOD = {
     "parallel.pass_terms": dict(spec=SPEC, sequences=16, context=1024.0, chips=8, ep=8, dp_attention=True,
                                 tokens_per_sequence=1, phase="decode", assumptions=roofline.DEFAULTS),
     "calibration.bandwidth_efficiency_by_chip": dict(),
+    "crosschip.terms": dict(model="gpt-oss-120b", precision="as_released"),
+    "crosschip.chip_fields": dict(accelerator="gb200", model="deepseek-r1", precision="as_released", power_w=None),
+    "crosschip.reader_chip": dict(bandwidth_tb_s=16.0, tflops=5000.0, hbm_gb=288.0, power_w=700.0, domain=8,
+                                  link_gb_s=900.0),
+    "crosschip.parameters": dict(assumptions=roofline.DEFAULTS, power_basis="rated", power_model=power.FITTED),
+    "crosschip.rows": dict(model="gpt-oss-120b", device=roofline.chip("gb200"), precision="as_released",
+                           power_basis="modelled", assumptions=roofline.DEFAULTS, power_model=power.FITTED),
+    "crosschip.frontier": dict(model="gpt-oss-120b", device=roofline.chip("gb200"), precision="as_released",
+                               power_basis="rated", assumptions=roofline.DEFAULTS, power_model=power.FITTED),
+    "crosschip.best_at": dict(curve=pd.DataFrame({"x": [10.0, 20.0], "y": [2.0, 1.0]}), targets=[5.0, 15.0]),
+    "crosschip.with_efficiency": dict(assumptions=roofline.DEFAULTS, bandwidth_efficiency=0.5),
+    "bands.efficiency_band": dict(),
+    "bands.system_chip": dict(system="gb200", reader=None, assumed_power_w=None),
+    "bands.curves": dict(model="gpt-oss-120b", systems=["gb200", "h100"], precision="as_released",
+                             power_basis="rated", assumptions=roofline.DEFAULTS, power_model=power.FITTED, reader=None,
+                             assumed_power_w=None),
+    "bands.at_targets": dict(curve_frame=pd.DataFrame({"system": ["a", "a", "a"], "case": ["low", "central", "high"],
+                                                           "x": [10.0, 12.0, 14.0], "y": [1.0, 2.0, 3.0]}),
+                                 targets=[5.0, 11.0]),
+    "bands.ratio_along": dict(read=pd.DataFrame({"system": ["a", "b"], "t": [10.0, 10.0], "low": [1.0, 1.0],
+                                                     "central": [2.0, 1.5], "high": [3.0, 2.0]}), a="a", b="b"),
+    "inverse.inverse": dict(model="deepseek-r1", tokens_per_s_per_user=100.0, tps_per_kw=5000.0, chips=8, batch=1,
+                              ep=None, dp_attention=False, precision="as_released", assumptions=roofline.DEFAULTS,
+                              tflops=None),
+    "inverse.gap_conditions": dict(model="deepseek-r1", baseline="gb300", target=100.0, gaps=[2.1],
+                                     precision="as_released", assumptions=roofline.DEFAULTS),
     "power.pool_watts": dict(spec=SPEC, device=roofline.chip("b200"), batch=16, isl=1024, osl=512, chips=8, ep=8,
                              dp_attention=True, drafts=0, tokens_per_pass=1.0, assumptions=roofline.DEFAULTS,
                              model=power.FITTED),
@@ -208,6 +234,10 @@ GOOD = {
 }
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
+    "crosschip.best_at": {"result"},  # NaN where no point is that fast, as documented
+    "bands.at_targets": {"low", "high"},
+    "bands.ratio_along": {"ratio_low", "ratio_high"},
+    "inverse.gap_conditions": {"bandwidth_multiple", "gap_reached"},  # NaN where bandwidth cannot reach the gap
     "accounting.implied_chip_throughput": {"power_w", "tokens_per_s"},
     "accounting.per_chip_comparison": {"jalapeno_tokens_per_s", "baseline_tokens_per_s", "ratio", "more_chips_pct"},
     "serving.validation": {"isl_tokens", "osl_tokens"},

@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, crosschip, data
+from perwatt import bands, catalog, crosschip, data
 from perwatt.computed import ComputedFigure
 from perwatt.figures.kit import framed, model_control, tooltips
 from perwatt.interactive import Control, csv_data
@@ -26,7 +26,7 @@ from perwatt.specs import GIGA, TERA, chip, known_chips, model_spec
 CHIP_NAMES = tuple(known_chips())
 SLOTS = ("system_a", "system_b", "system_c", "system_d")
 SLOT_DEFAULTS = {"system_a": crosschip.READER, "system_b": "gb300", "system_c": "mi355x", "system_d": "h100"}
-#: Per-user targets the readout offers (a subset of crosschip.TARGETS, which the page reads curves at).
+#: Per-user targets the readout offers (a subset of bands.TARGETS, which the page reads curves at).
 READOUT_TARGETS = (10.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0)
 X_DOMAIN, Y_DOMAIN = [1, 30_000], [5, 300_000]
 #: Colours per system, fixed so a chip keeps its colour whichever slot it is picked in.
@@ -118,13 +118,13 @@ def _shared_transforms(band: dict) -> list[dict]:
                                    "key": "key", "fields": ["label", *CHIP_FIELDS]}},
     ]
     for name in CHIP_FIELDS:
-        fallback = f"(datum.power_w > 0 ? datum.power_w : assumed_w)" if name == "power_w" else f"datum.{name}"
+        fallback = "(datum.power_w > 0 ? datum.power_w : assumed_w)" if name == "power_w" else f"datum.{name}"
         steps.append({"calculate": f"datum.system == '{crosschip.READER}' ? {reader[name]} : {fallback}", "as": name})
     steps += [
         {"filter": "datum.power_w > 0"},
         *crosschip.ADMISSION.vega(keep=("valid",)),
         {"filter": "datum.valid > 0"},
-        {"calculate": json.dumps(list(crosschip.CASES)), "as": "case"},
+        {"calculate": json.dumps(list(bands.CASES)), "as": "case"},
         {"flatten": ["case"]},
         {"calculate": f"datum.case == 'low' ? {band['low']!r} : datum.case == 'high' ? {band['high']!r} : "
                       f"{band['central']!r}", "as": "eta_m"},
@@ -146,13 +146,13 @@ def _shared_transforms(band: dict) -> list[dict]:
 def _read_at_targets() -> list[dict]:
     """Frontier rows to the best tokens/s per kW at each target, one column per case."""
     return [
-        {"calculate": json.dumps(list(crosschip.TARGETS)), "as": "t"},
+        {"calculate": json.dumps(list(bands.TARGETS)), "as": "t"},
         {"flatten": ["t"]},
         {"filter": "datum.x >= datum.t"},
         {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
         {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
         {"filter": "isValid(datum.central)"},
-        # The band's ends: the least and most of the cases that reach the target (crosschip.at_targets).
+        # The band's ends: the least and most of the cases that reach the target (bands.at_targets).
         {"calculate": "min(isValid(datum.low) ? datum.low : datum.central, datum.central, "
                       "isValid(datum.high) ? datum.high : datum.central)", "as": "band_low"},
         {"calculate": "max(isValid(datum.low) ? datum.low : datum.central, datum.central, "
@@ -164,9 +164,9 @@ def _read_at_targets() -> list[dict]:
 def _ratio_steps() -> list[dict]:
     pick = []
     for slot, side in (("system_a", "a"), ("system_b", "b")):
-        for case in crosschip.CASES:
+        for case in bands.CASES:
             pick.append({"calculate": f"datum.system == {slot} ? datum['{case}'] : null", "as": f"{case}_{side}"})
-    fields = [f"{c}_{s}" for s in "ab" for c in crosschip.CASES]
+    fields = [f"{c}_{s}" for s in "ab" for c in bands.CASES]
     return [*pick,
             {"aggregate": [{"op": "max", "field": f, "as": f} for f in fields], "groupby": ["t"]},
             {"filter": "isValid(datum.central_a) && isValid(datum.central_b)"},
@@ -181,12 +181,12 @@ def live_frames(**setting) -> dict[str, pd.DataFrame]:
     labels = system_labels()
     systems = [setting[s] for s in SLOTS]
     assumed = float(setting["assumed_w"]) or None
-    curve = crosschip.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
+    curve = bands.curves(setting["model"], systems, setting["precision"], setting["power_basis"],
                              _assumptions(setting), reader=reader_from(setting), assumed_power_w=assumed)
     curve["label"] = curve["system"].map(labels)
-    read = crosschip.at_targets(curve)
+    read = bands.at_targets(curve)
     read["label"] = read["system"].map(labels)
-    ratio = crosschip.ratio_along(read, setting["system_a"], setting["system_b"])
+    ratio = bands.ratio_along(read, setting["system_a"], setting["system_b"])
     return {"frontier": curve[curve["case"] == "central"].reset_index(drop=True), "band": read, "ratio": ratio}
 
 
@@ -253,7 +253,7 @@ def _framed(main):
 
 
 def static_chart() -> alt.TopLevelMixin:
-    band = crosschip.efficiency_band()
+    band = bands.efficiency_band()
     terms = pd.concat([crosschip.terms(m, p) for m in catalog.results()["model"].drop_duplicates()
                        for p in PRECISIONS], ignore_index=True)
     shipped = terms.drop(columns=["ep"]).assign(dp_attention=terms["dp_attention"].astype(int))
