@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perwatt import calibration, checks, power
+from perwatt import calibration, catalog, checks, data, power
 from perwatt.crosschip import (ASSUMED, POWER_BASES, POWERED, PRECISION, READER, best_at, frontier,
                                with_efficiency)
 from perwatt.specs import DEFAULTS, Assumptions, Chip, chip, known_chips
@@ -52,7 +52,16 @@ def system_chip(system: str, reader: Chip | None = None, assumed_power_w: float 
     return device
 
 
-@checks.validated(model=checks.TEXT, systems=checks.rule(checks.instances, str), precision=PRECISION,
+def _systems(name: str, value) -> list:
+    """One or more system names: the reader's chip or accelerators with memory and bandwidth known."""
+    value = checks.instances(name, value, str)
+    unknown = [v for v in value if v != READER and v not in known_chips()]
+    if unknown:
+        raise ValueError(f"{name} must name {READER!r} or accelerators of {known_chips()}, got {unknown}")
+    return value
+
+
+@checks.validated(model=checks.TEXT, systems=_systems, precision=PRECISION,
                   power_basis=checks.rule(checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED,
                   reader=checks.rule(checks.optional, checks.kind(Chip)),
                   assumed_power_w=checks.rule(checks.optional, checks.rule(checks.nonnegative,
@@ -132,3 +141,61 @@ def ratio_along(read: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
                         "ratio_low": (both["low_a"] / both["high_b"]).to_numpy(),
                         "ratio_high": (both["high_a"] / both["low_b"]).to_numpy()})
     return out.reset_index(drop=True)
+
+
+#: The assumptions :func:`drivers` varies, one at a time, and how each is named in its table.
+DRIVERS = {"bandwidth_efficiency": "bandwidth efficiency (per-chip refits)",
+           "layer_latency_us": "fixed time per layer (per-chip refits)",
+           "power_basis": "power: rated or the load model"}
+
+
+@checks.validated(model=checks.TEXT, systems=_systems,
+                  target=checks.rule(checks.scalar, minimum=checks.MIN_RATE, maximum=checks.MAX_RATE),
+                  precision=PRECISION)
+def drivers(model: str, systems: list, target: float, precision: str = "as_released") -> pd.DataFrame:
+    """Per system with published power and per assumption: the most tokens/s per kW at ``target``
+    tokens/s per user or faster at the defaults (rated power), and its low and high ends as that one
+    assumption moves across its range (the lowest and highest per-chip refit of
+    :func:`perwatt.calibration.refit_by_chip`; rated power and the load model), the rest at their
+    defaults; and ``widest``, true for the assumption that moves it most (by high ÷ low). NaN
+    where a setting (the defaults, for ``central``) does not reach the target."""
+    ranges = {name: calibration.refit_by_chip(name)[name] for name in ("bandwidth_efficiency", "layer_latency_us")}
+    rows = []
+    for system in dict.fromkeys(systems):
+        if system == READER or not chip(system).power_known:
+            raise ValueError(f"systems: {system!r} has no published power to read per kW at")
+        device = system_chip(system)
+        central = float(best_at(frontier(model, device, precision), target)[0])
+        for name in DRIVERS:
+            if name == "power_basis":
+                ends = [central, float(best_at(frontier(model, device, precision, "modelled"), target)[0])]
+            else:
+                ends = [float(best_at(frontier(model, device, precision, "rated",
+                                               dataclasses.replace(DEFAULTS, **{name: float(v)})), target)[0])
+                        for v in (ranges[name].min(), ranges[name].max())]
+            rows.append({"system": system, "assumption": DRIVERS[name], "central": central,
+                         "low": float(np.nanmin(ends)) if np.isfinite(ends).any() else np.nan,
+                         "high": float(np.nanmax(ends)) if np.isfinite(ends).any() else np.nan,
+                         "reached_by_all": bool(np.isfinite(ends).all())})
+    out = pd.DataFrame(rows)
+    spread = out["high"] / out["low"]
+    out["widest"] = spread.eq(spread.groupby(out["system"]).transform("max")) & spread.notna()
+    return out
+
+
+def reported_intervals() -> pd.DataFrame:
+    """The table's Jalapeño points with the intervals their printing allows: each figure ± half its
+    last printed digit, and, if its TPS/kW was counted at the 700 W rating, the least it could be per
+    kW actually drawn, given the reported draw of 550 W or less (an upper bound, so no most)."""
+    long = data.load("benchmark_results")
+    long = long[long["system"] == catalog.CANDIDATE].set_index(["model", "metric"])
+    rated, drawn = catalog.power_w(catalog.CANDIDATE, "chip_rated"), catalog.power_w(catalog.CANDIDATE, "chip_measured")
+    rows = []
+    for model in dict.fromkeys(long.index.get_level_values("model")):
+        rate, tpw = long.loc[(model, "interactivity")], long.loc[(model, "tps_per_kw")]
+        half_rate, half_tpw = 0.5 * 10.0 ** -int(rate["decimals"]), 0.5 * 10.0 ** -int(tpw["decimals"])
+        rows.append({"model": model, "rate": rate["value"], "rate_low": rate["value"] - half_rate,
+                     "rate_high": rate["value"] + half_rate, "tps_per_kw": tpw["value"],
+                     "tps_per_kw_low": tpw["value"] - half_tpw, "tps_per_kw_high": tpw["value"] + half_tpw,
+                     "per_drawn_kw_at_least": (tpw["value"] - half_tpw) * rated / drawn})
+    return pd.DataFrame(rows)

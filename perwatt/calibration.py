@@ -222,25 +222,34 @@ def published_throughput(assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
     return out
 
 
-#: Bounds on a bandwidth efficiency refitted to one chip's points.
-REFIT_BOUNDS = FREE["bandwidth_efficiency"]
+#: The settings :func:`refit_by_chip` may refit to one chip's points, with their bounds.
+REFITTABLE = {"bandwidth_efficiency": FREE["bandwidth_efficiency"], "layer_latency_us": FREE["layer_latency_us"]}
 
 
 @data.cached
-def bandwidth_efficiency_by_chip() -> pd.DataFrame:
-    """Per measured chip: the bandwidth efficiency that best fits that chip's own usable points
-    (every other setting as fitted, the same squared log errors as :func:`fit`), with the count of
-    points. The spread says how far one efficiency for all chips is from each chip's software."""
+def refit_by_chip(parameter: str) -> pd.DataFrame:
+    """Per measured chip: the value of one setting (``bandwidth_efficiency`` or ``layer_latency_us``)
+    that best fits that chip's own usable points, every other setting as fitted (the same squared log
+    errors as :func:`fit`), with the count of points. The spread says how far one value for all chips
+    is from each chip's software."""
+    if parameter not in REFITTABLE:
+        raise ValueError(f"parameter must be one of {list(REFITTABLE)}, got {parameter!r}")
     table = catalog.measured()
     table = table[usable(table) == ""]
     rows = []
     for hardware, points in table.groupby("hardware", sort=True):
         measured = np.log(points[list(TARGETS)].to_numpy(float))
 
-        def loss(efficiency: float) -> float:
-            modelled = predict(points, replace(DEFAULTS, bandwidth_efficiency=float(efficiency)))
+        def loss(value: float) -> float:
+            modelled = predict(points, replace(DEFAULTS, **{parameter: float(value)}))
             return float(((np.log(modelled.to_numpy(float)) - measured) ** 2).sum())
 
-        best = minimize_scalar(loss, bounds=REFIT_BOUNDS, method="bounded", options={"xatol": 1e-4})
+        best = minimize_scalar(loss, bounds=REFITTABLE[parameter], method="bounded",
+                               options={"xatol": 1e-4 * REFITTABLE[parameter][1]})
         rows.append((hardware, len(points), float(best.x), hardware in TRAINING_CHIPS))
-    return pd.DataFrame(rows, columns=["accelerator", "points", "bandwidth_efficiency", "training_chip"])
+    return pd.DataFrame(rows, columns=["accelerator", "points", parameter, "training_chip"])
+
+
+def bandwidth_efficiency_by_chip() -> pd.DataFrame:
+    """:func:`refit_by_chip` for the bandwidth efficiency."""
+    return refit_by_chip("bandwidth_efficiency")

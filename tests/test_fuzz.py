@@ -140,6 +140,7 @@ GOOD = {
     "parallel.pass_terms": dict(spec=SPEC, sequences=16, context=1024.0, chips=8, ep=8, dp_attention=True,
                                 tokens_per_sequence=1, phase="decode", assumptions=roofline.DEFAULTS),
     "calibration.bandwidth_efficiency_by_chip": dict(),
+    "calibration.refit_by_chip": dict(parameter="layer_latency_us"),
     "crosschip.terms": dict(model="gpt-oss-120b", precision="as_released"),
     "crosschip.chip_fields": dict(accelerator="gb200", model="deepseek-r1", precision="as_released", power_w=None),
     "crosschip.reader_chip": dict(bandwidth_tb_s=16.0, tflops=5000.0, hbm_gb=288.0, power_w=700.0, domain=8,
@@ -161,6 +162,8 @@ GOOD = {
                                  targets=[5.0, 11.0]),
     "bands.ratio_along": dict(read=pd.DataFrame({"system": ["a", "b"], "t": [10.0, 10.0], "low": [1.0, 1.0],
                                                      "central": [2.0, 1.5], "high": [3.0, 2.0]}), a="a", b="b"),
+    "bands.drivers": dict(model="gpt-oss-120b", systems=["h100"], target=20.0, precision="as_released"),
+    "bands.reported_intervals": dict(),
     "inverse.inverse": dict(model="deepseek-r1", tokens_per_s_per_user=100.0, tps_per_kw=5000.0, chips=8, batch=1,
                               ep=None, dp_attention=False, precision="as_released", assumptions=roofline.DEFAULTS,
                               tflops=None),
@@ -235,6 +238,7 @@ GOOD = {
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
     "crosschip.best_at": {"result"},  # NaN where no point is that fast, as documented
+    "bands.drivers": {"central", "low", "high"},  # NaN where no setting reaches the target, as documented
     "bands.at_targets": {"low", "high"},
     "bands.ratio_along": {"ratio_low", "ratio_high"},
     "inverse.gap_conditions": {"bandwidth_multiple", "gap_reached"},  # NaN where bandwidth cannot reach the gap
