@@ -32,13 +32,14 @@ X_DOMAIN, Y_DOMAIN = [1, 30_000], [5, 300_000]
 #: Colours per system, fixed so a chip keeps its colour whichever slot it is picked in.
 PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#b45309", "#be123c", "#4d7c0f", "#64748b",
            "#a21caf", "#0f766e", "#1e293b")
-FASTEST_FIRST = [{"field": "neg_x", "order": "ascending"}, {"field": "neg_y", "order": "ascending"}]
 CHIP_FIELDS = ("bandwidth", "hbm", "power_w", "scale_up", "scale_out", "domain",
                *(f"{op}_peak" for op in crosschip.OPS))
 PRECISIONS = ("as_released", "fp4")
 #: The formula steps the page keeps as columns (the rest it writes into these): what the marks and
 #: tooltips show, and the two pass times every later step reads several times.
 KEPT_STEPS = ("t_decode", "t_prefill", "tpot_s", "watts", "x", "y")
+#: The steps the marks and tooltips show, taken from the case a frontier row is drawn in.
+SHOWN_STEPS = ("watts", "x", "y")
 
 
 def system_labels() -> dict[str, str]:
@@ -124,31 +125,70 @@ def _shared_transforms(band: dict) -> list[dict]:
         {"filter": "datum.power_w > 0"},
         *crosschip.ADMISSION.vega(keep=("valid",)),
         {"filter": "datum.valid > 0"},
+    ]
+    # Each case's numbers as columns of the one row (x_low, y_central, ...), not a copy of the row
+    # per case: copying rows of some fifty fields was most of the page's time.
+    for case in crosschip.CASES:
+        steps += crosschip.FORMULA.vega(keep=KEPT_STEPS, suffix=f"_{case}", given={"eta_m": band[case]})
+    for case in crosschip.CASES:
+        steps += _frontier_steps(case)
+    # Only rows on some case's frontier are copied, once per case they are on.
+    steps += [
+        {"filter": " || ".join(f"datum.front_{case}" for case in crosschip.CASES)},
         {"calculate": json.dumps(list(crosschip.CASES)), "as": "case"},
         {"flatten": ["case"]},
-        {"calculate": f"datum.case == 'low' ? {band['low']!r} : datum.case == 'high' ? {band['high']!r} : "
-                      f"{band['central']!r}", "as": "eta_m"},
-        *crosschip.FORMULA.vega(keep=KEPT_STEPS),
-        # The frontier: fastest per user first (ties: most per kW first), a row is kept if it beats the
-        # best tokens/s per kW of every row before it. Sorted on negated values, ascending: the window
-        # sorts this page's Vega build gave descending orders were not honoured in a test.
-        {"calculate": "-datum.x", "as": "neg_x"},
-        {"calculate": "-datum.y", "as": "neg_y"},
-        {"window": [{"op": "max", "field": "y", "as": "best_so_far"}], "frame": [None, 0], "sort": FASTEST_FIRST,
-         "groupby": ["system", "case"]},
-        {"window": [{"op": "lag", "field": "best_so_far", "as": "best_faster"}], "sort": FASTEST_FIRST,
-         "groupby": ["system", "case"]},
-        {"filter": "!isValid(datum.best_faster) || datum.y > datum.best_faster"},
+        {"filter": "datum['front_' + datum.case]"},
+        *({"calculate": f"datum['{name}_' + datum.case]", "as": name} for name in SHOWN_STEPS),
     ]
     return steps
 
 
-def _read_at_targets() -> list[dict]:
-    """Frontier rows to the best tokens/s per kW at each target, one column per case."""
+def _frontier_steps(case: str) -> list[dict]:
+    """``front_<case>``: the row is on its system's frontier in that case. Fastest per user first
+    (ties: most per kW first), a row is kept if it beats the best tokens/s per kW of every row before
+    it. Sorted on negated values, ascending: the window sorts this page's Vega build gave descending
+    orders were not honoured in a test."""
+    x, y, order = f"x_{case}", f"y_{case}", [{"field": f"neg_x_{case}", "order": "ascending"},
+                                             {"field": f"neg_y_{case}", "order": "ascending"}]
     return [
-        {"calculate": json.dumps(list(crosschip.TARGETS)), "as": "t"},
+        {"calculate": f"-datum.{x}", "as": f"neg_x_{case}"},
+        {"calculate": f"-datum.{y}", "as": f"neg_y_{case}"},
+        {"window": [{"op": "max", "field": y, "as": f"best_{case}"}], "frame": [None, 0], "sort": order,
+         "groupby": ["system"]},
+        {"window": [{"op": "lag", "field": f"best_{case}", "as": f"best_faster_{case}"}], "sort": order,
+         "groupby": ["system"]},
+        {"calculate": f"!isValid(datum.best_faster_{case}) || datum.{y} > datum.best_faster_{case}",
+         "as": f"front_{case}"},
+    ]
+
+
+def _reached(value: str) -> str:
+    """How many of crosschip.TARGETS are at most ``value`` (an expression)."""
+    return "(" + " + ".join(f"({value} >= {t:g} ? 1 : 0)" for t in crosschip.TARGETS) + ")"
+
+
+def _read_at_targets() -> list[dict]:
+    """Frontier rows to the best tokens/s per kW at each target, one column per case.
+
+    Along a frontier, fastest first, tokens/s per kW rises strictly as tokens/s per user falls, so
+    the best at a target is the slowest row still at least that fast: each row answers the targets
+    above the next (slower) row's speed and up to its own, and is copied once per such target
+    rather than once per target (crosschip.best_at reads every row at every target)."""
+    order = [{"field": "neg_x", "order": "ascending"}]
+    return [
+        {"calculate": "-datum.x", "as": "neg_x"},
+        {"window": [{"op": "lead", "field": "x", "as": "slower_x"}], "sort": order, "groupby": ["system", "case"]},
+        {"calculate": f"slice({json.dumps(list(crosschip.TARGETS))}, "
+                      f"isValid(datum.slower_x) ? {_reached('datum.slower_x')} : 0, {_reached('datum.x')})",
+         "as": "t"},
         {"flatten": ["t"]},
-        {"filter": "datum.x >= datum.t"},
+        *_best_per_case(),
+    ]
+
+
+def _best_per_case() -> list[dict]:
+    """Rows each reaching a target ``t`` to the best per case there, and the band's ends."""
+    return [
         {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
         {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
         {"filter": "isValid(datum.central)"},
@@ -264,7 +304,8 @@ def static_chart() -> alt.TopLevelMixin:
         band_chart = _append(band_chart, step)
     # The readout reads the curves at the target alone, not at every target the band needs.
     readout = alt.Chart()
-    for step in [{"calculate": "target", "as": "t"}, *_read_at_targets()[2:], *_ratio_steps(),
+    for step in [{"calculate": "target", "as": "t"}, {"filter": "datum.x >= datum.t"}, *_best_per_case(),
+                 *_ratio_steps(),
                  {"calculate": _readout_text(), "as": "readout"}]:
         readout = _append(readout, step)
     rule = alt.Chart(pd.DataFrame({"t": [0.0]})).transform_calculate(t="target")
