@@ -111,9 +111,13 @@ def _shared_transforms(band: dict) -> list[dict]:
               "scale_up": f"{crosschip.READER_LINK_GB_S * GIGA:g}", "scale_out": "0", "domain": "reader_domain",
               **{f"{op}_peak": f"reader_tflops * {TERA:g}" for op in crosschip.OPS}}
     steps: list[dict] = [
+        # A row per slot, flattened from constants before anything a control moves: the page copies
+        # every row once, as it loads, and a control then reruns the later steps on the same rows
+        # (copying rows of some thirty fields was most of a recompute's time).
+        {"calculate": json.dumps(list(range(len(SLOTS)))), "as": "slot"},
+        {"flatten": ["slot"]},
         {"filter": "datum.model == model && datum.precision == precision"},
-        {"calculate": "[" + ", ".join(SLOTS) + "]", "as": "system"},
-        {"flatten": ["system"]},
+        {"calculate": "[" + ", ".join(SLOTS) + "][datum.slot]", "as": "system"},
         {"calculate": "datum.system + '|' + model + '|' + precision", "as": "key"},
         {"lookup": "key", "from": {"data": {"values": json.loads(chips_table().to_json(orient="records"))},
                                    "key": "key", "fields": ["label", *CHIP_FIELDS]}},
@@ -139,6 +143,7 @@ def _shared_transforms(band: dict) -> list[dict]:
         {"flatten": ["case"]},
         {"filter": "datum['front_' + datum.case]"},
         *({"calculate": f"datum['{name}_' + datum.case]", "as": name} for name in SHOWN_STEPS),
+        *_targets_answered(),
     ]
     return steps
 
@@ -167,29 +172,45 @@ def _reached(value: str) -> str:
     return "(" + " + ".join(f"({value} >= {t:g} ? 1 : 0)" for t in crosschip.TARGETS) + ")"
 
 
-def _read_at_targets() -> list[dict]:
-    """Frontier rows to the best tokens/s per kW at each target, one column per case.
+def _targets_answered() -> list[dict]:
+    """``targets``: the targets at which a frontier row is its case's best.
 
     Along a frontier, fastest first, tokens/s per kW rises strictly as tokens/s per user falls, so
     the best at a target is the slowest row still at least that fast: each row answers the targets
-    above the next (slower) row's speed and up to its own, and is copied once per such target
-    rather than once per target (crosschip.best_at reads every row at every target)."""
+    above the next (slower) row's speed and up to its own. The band then copies each row once per
+    such target rather than once per target (crosschip.best_at reads every row at every target)."""
     order = [{"field": "neg_x", "order": "ascending"}]
     return [
         {"calculate": "-datum.x", "as": "neg_x"},
         {"window": [{"op": "lead", "field": "x", "as": "slower_x"}], "sort": order, "groupby": ["system", "case"]},
         {"calculate": f"slice({json.dumps(list(crosschip.TARGETS))}, "
                       f"isValid(datum.slower_x) ? {_reached('datum.slower_x')} : 0, {_reached('datum.x')})",
-         "as": "t"},
-        {"flatten": ["t"]},
-        *_best_per_case(),
+         "as": "targets"},
     ]
 
 
-def _best_per_case() -> list[dict]:
-    """Rows each reaching a target ``t`` to the best per case there, and the band's ends."""
+# A layer whose data starts with a step that changes rows (a calculate, a window) gets a copy of
+# every row of the shared pipeline first, so the band and the readout start with steps that make
+# new rows (a flatten, an aggregate) and the shared pipeline does the rest.
+
+def _read_at_targets() -> list[dict]:
+    """Frontier rows to the best tokens/s per kW at each target, one column per case."""
+    return [{"flatten": ["targets"], "as": ["t"]},
+            {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
+            *_band_ends()]
+
+
+def _read_at_target() -> list[dict]:
+    """The same at the readout's target alone."""
+    return [{"filter": "datum.x >= target"},
+            {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case"]},
+            {"calculate": "target", "as": "t"},
+            *_band_ends()]
+
+
+def _band_ends() -> list[dict]:
+    """Each case's best per system and target to one row, with the band's ends."""
     return [
-        {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
         {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
         {"filter": "isValid(datum.central)"},
         # The band's ends: the least and most of the cases that reach the target (crosschip.at_targets).
@@ -304,8 +325,7 @@ def static_chart() -> alt.TopLevelMixin:
         band_chart = _append(band_chart, step)
     # The readout reads the curves at the target alone, not at every target the band needs.
     readout = alt.Chart()
-    for step in [{"calculate": "target", "as": "t"}, {"filter": "datum.x >= datum.t"}, *_best_per_case(),
-                 *_ratio_steps(),
+    for step in [*_read_at_target(), *_ratio_steps(),
                  {"calculate": _readout_text(), "as": "readout"}]:
         readout = _append(readout, step)
     rule = alt.Chart(pd.DataFrame({"t": [0.0]})).transform_calculate(t="target")
