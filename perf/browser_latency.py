@@ -1,17 +1,19 @@
 """Benchmark: browser recompute latency of every bound control in the built site.
 
-For each control of each chart, 50 moves (slider steps back and forth, radio and dropdown choices
+For each control of each chart (the grid-precomputed figures and those the page recomputes from
+shipped terms, :func:`perwatt.figures.computed_figures`, in the same run), 50 moves (slider steps back and forth, radio and dropdown choices
 in turn): the time from dispatching the input event on the real element to the view having rerun
 its dataflow and redrawn its SVG (the browser paints that at its next frame). Targets: median ≤ 16 ms (one frame), p95 ≤ 33 ms.
 
-Run after `make book`: .venv/bin/python perf/browser_latency.py
+Run after `make book`: .venv/bin/python perf/browser_latency.py (another build: set PERWATT_SITE to
+its _build/html).
 """
 
 from __future__ import annotations
 
-from _common import CHROMIUM_ARGS, REPO, find_chromium, median, percentile, served, table, write
+from _common import CHROMIUM_ARGS, find_chromium, median, percentile, served, site, table, write
 
-SITE = REPO / "_build" / "html"
+SITE = site()
 MOVES = 50
 
 # Moves one control MOVES times and returns each move's latency in ms.
@@ -54,6 +56,8 @@ def main() -> dict:
 
     from perwatt import figures
 
+    # Every figure a page may hold, by its data-figure name.
+    known = {f.name: f for f in [*figures.all_figures(), *figures.computed_figures()]}
     with served(SITE) as base:
         pages = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "chapters").glob("*.html"))
         report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33}
@@ -66,8 +70,9 @@ def main() -> dict:
                 page.evaluate("() => window.perwatt && window.perwatt.ready")
                 charts = page.evaluate("() => Array.from(document.querySelectorAll('.perwatt-chart[data-figure]'),"
                                        " (c) => [c.id, c.dataset.figure])")
-                for chart_id, name in charts:
-                    for control in figures.by_name(name).controls:
+                # A chart without a figure name is a static sketch: it has no controls to move.
+                for chart_id, name in ((c, n) for c, n in charts if n):
+                    for control in known[name].controls:
                         times = page.evaluate(MEASURE, [chart_id, control.name, MOVES])
                         key = f"{name}/{control.name}"
                         marks = page.evaluate("(id) => document.querySelectorAll(`#${id} svg .role-mark > *`).length", chart_id)

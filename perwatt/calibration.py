@@ -226,14 +226,17 @@ def published_throughput(assumptions: Assumptions = DEFAULTS) -> pd.DataFrame:
 REFITTABLE = {"bandwidth_efficiency": FREE["bandwidth_efficiency"], "layer_latency_us": FREE["layer_latency_us"]}
 
 
-@data.cached
+@checks.validated(parameter=checks.rule(checks.choice, tuple(REFITTABLE)))
 def refit_by_chip(parameter: str) -> pd.DataFrame:
     """Per measured chip: the value of one setting (``bandwidth_efficiency`` or ``layer_latency_us``)
     that best fits that chip's own usable points, every other setting as fitted (the same squared log
     errors as :func:`fit`), with the count of points. The spread says how far one value for all chips
     is from each chip's software."""
-    if parameter not in REFITTABLE:
-        raise ValueError(f"parameter must be one of {list(REFITTABLE)}, got {parameter!r}")
+    return _refit_by_chip(parameter).copy()
+
+
+@data.cached
+def _refit_by_chip(parameter: str) -> pd.DataFrame:
     table = catalog.measured()
     table = table[usable(table) == ""]
     rows = []

@@ -257,24 +257,33 @@ class Formula:
             env[name] = out[name] = np.asarray(expr.evaluate(env), dtype=float)
         return out
 
-    def vega(self, keep: Sequence[str] | None = None) -> list[dict[str, str]]:
+    def vega(self, keep: Sequence[str] | None = None, suffix: str = "",
+             given: Mapping[str, Operand] | None = None) -> list[dict[str, str]]:
         """The steps as Vega-Lite ``calculate`` transforms, in order. With ``keep``, only those
         steps become transforms and every other step is written into the steps that use it: the
         page then runs a few long expressions per row rather than many short ones, which costs
-        it far less (each transform is a pass over every row)."""
-        if keep is None:
-            return [{"calculate": expr.vega(), "as": name} for name, expr in self.steps]
-        unknown = set(keep) - {name for name, _ in self.steps}
+        it far less (each transform is a pass over every row).
+
+        ``suffix`` is appended to every step's column (and to every use of it), and ``given``
+        replaces input fields by expressions or numbers: the page can then run the formula several
+        times over one row, a case per run (one efficiency each, say), rather than copying the row
+        once per case."""
+        names = [name for name, _ in self.steps]
+        unknown = set(keep or ()) - set(names)
         if unknown:
             raise ValueError(f"keep names steps the formula lacks: {sorted(unknown)}")
-        inlined: dict[str, Expr] = {}
+        inputs = {name for kind, name in self.inputs if kind == "field"}
+        if set(given or ()) - inputs:
+            raise ValueError(f"given names no input field of the formula: {sorted(set(given or ()) - inputs)}")
+        written: dict[str, Expr] = {name: _as_expr(value) for name, value in (given or {}).items()}
         out = []
         for name, expr in self.steps:
-            expanded = substitute(expr, inlined)
-            if name in keep:
-                out.append({"calculate": expanded.vega(), "as": name})
+            expanded = substitute(expr, written)
+            if keep is None or name in keep:
+                out.append({"calculate": expanded.vega(), "as": name + suffix})
+                written[name] = Field(name + suffix)
             else:
-                inlined[name] = expanded
+                written[name] = expanded
         return out
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from perwatt import bands, catalog, crosschip, expression, inverse, power, serving
 from perwatt.figures import cross_chip as pwf
+from perwatt.figures import cross_chip_page as pipeline
 from perwatt.specs import DEFAULTS, chip, known_chips, model_spec
 
 MODELS = tuple(catalog.results()["model"].drop_duplicates())
@@ -204,11 +205,16 @@ def test_the_page_draws_the_models_frontier_band_and_readout_at_sampled_settings
                 merged = band.merge(frames["band"], on=["system", "t"], suffixes=("_page", ""))
                 assert len(merged) == len(frames["band"])
                 np.testing.assert_allclose(merged["central_page"], merged["central"], rtol=1e-7)
+                # The band's ends as well: the page reads them per case from each row's own targets.
+                np.testing.assert_allclose(merged["low_page"], merged["low"], rtol=1e-7)
+                np.testing.assert_allclose(merged["high_page"], merged["high"], rtol=1e-7)
             readout = _items(page, chart_id, "readout")
             ratio = frames["ratio"].set_index("t")
             if full["target"] in ratio.index and full["system_a"] != full["system_b"]:
                 assert len(readout) == 1
                 assert math.isclose(readout[0]["ratio"], ratio.loc[full["target"], "ratio"], rel_tol=1e-7)
+                for end in ("ratio_low", "ratio_high"):
+                    assert math.isclose(readout[0][end], ratio.loc[full["target"], end], rel_tol=1e-7)
             checked.append(len(want))
 
         check()
@@ -216,6 +222,32 @@ def test_the_page_draws_the_models_frontier_band_and_readout_at_sampled_settings
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
+
+
+def test_a_formula_run_per_case_prints_suffixed_columns_and_the_given_value():
+    a, b = expression.field("a"), expression.param("b")
+    formula = expression.Formula((("s", a * b), ("t", expression.field("s") + expression.field("e"))))
+    low = formula.vega(suffix="_low", given={"e": 0.5})
+    assert low == [{"calculate": "(datum['a'] * b)", "as": "s_low"},
+                   {"calculate": "(datum['s_low'] + 0.5)", "as": "t_low"}]
+    assert formula.vega(keep=("t",), suffix="_high", given={"e": 2.0}) == [
+        {"calculate": "((datum['a'] * b) + 2.0)", "as": "t_high"}]
+    assert formula.vega(keep=("t",), suffix="", given=None) == formula.vega(keep=("t",))
+    with pytest.raises(ValueError, match="given names no input field"):
+        formula.vega(given={"s": 1.0})
+
+
+def test_the_page_copies_rows_per_case_only_on_a_frontier_and_per_target_only_where_answered():
+    steps = pipeline.shared_transforms(bands.efficiency_band())
+    flattens = [i for i, step in enumerate(steps) if "flatten" in step]
+    # Rows are copied per slot before any control is read, and per case only after the frontier.
+    assert steps[flattens[0]]["flatten"] == ["slot"] and all("model" not in str(s) for s in steps[:flattens[0]])
+    assert steps[flattens[1]]["flatten"] == ["case"] and steps[flattens[1] - 2]["filter"].startswith("datum.front_")
+    # A row answers the targets above the next slower row's speed, up to its own.
+    answered = next(s for s in steps if s.get("as") == "targets")["calculate"]
+    assert answered.startswith("slice(") and answered.count(">= 1 ?") == 2
+    # The band's and readout's layers start with steps that make new rows (else Vega copies every row).
+    assert "flatten" in pipeline.read_at_targets()[0] and "filter" in pipeline.read_at_target()[0]
 
 
 def test_a_kernel_panel_recomputes_the_figure_through_python(monkeypatch):

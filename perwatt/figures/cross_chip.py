@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 
 import altair as alt
 import numpy as np
@@ -18,13 +17,12 @@ import pandas as pd
 
 from perwatt import bands, catalog, crosschip, data
 from perwatt.computed import ComputedFigure
+from perwatt.figures import cross_chip_page as page
+from perwatt.figures.cross_chip_page import CHIP_NAMES, PRECISIONS, SLOTS, system_labels
 from perwatt.figures.kit import framed, model_control, tooltips
 from perwatt.interactive import Control, csv_data
-from perwatt.specs import GIGA, TERA, chip, known_chips, model_spec
+from perwatt.specs import chip
 
-#: The chips a reader may pick: every accelerator with memory and bandwidth in data/accelerators.csv.
-CHIP_NAMES = tuple(known_chips())
-SLOTS = ("system_a", "system_b", "system_c", "system_d")
 SLOT_DEFAULTS = {"system_a": crosschip.READER, "system_b": "gb300", "system_c": "mi355x", "system_d": "h100"}
 #: Per-user targets the readout offers (a subset of bands.TARGETS, which the page reads curves at).
 READOUT_TARGETS = (10.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0)
@@ -32,19 +30,6 @@ X_DOMAIN, Y_DOMAIN = [1, 30_000], [5, 300_000]
 #: Colours per system, fixed so a chip keeps its colour whichever slot it is picked in.
 PALETTE = ("#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#b45309", "#be123c", "#4d7c0f", "#64748b",
            "#a21caf", "#0f766e", "#1e293b")
-FASTEST_FIRST = [{"field": "neg_x", "order": "ascending"}, {"field": "neg_y", "order": "ascending"}]
-CHIP_FIELDS = ("bandwidth", "hbm", "power_w", "scale_up", "scale_out", "domain",
-               *(f"{op}_peak" for op in crosschip.OPS))
-PRECISIONS = ("as_released", "fp4")
-#: The formula steps the page keeps as columns (the rest it writes into these): what the marks and
-#: tooltips show, and the two pass times every later step reads several times.
-KEPT_STEPS = ("t_decode", "t_prefill", "tpot_s", "watts", "x", "y")
-
-
-def system_labels() -> dict[str, str]:
-    labels = {crosschip.READER: "your chip"}
-    labels.update({name: catalog.accelerator_label(name) for name in CHIP_NAMES})
-    return labels
 
 
 def _colour() -> alt.Color:
@@ -84,96 +69,6 @@ def controls() -> tuple[Control, ...]:
 
 
 # --- What the page computes, and what Python computes for the same setting -----------------------
-
-def chips_table() -> pd.DataFrame:
-    """The chip fields of every system for every model and precision (keyed ``system|model|precision``,
-    since each operator's peak depends on its format); the reader's rows are placeholders the page
-    fills from its sliders, and an unpublished power is 0 (the page then uses the assumed watts, or
-    draws nothing)."""
-    rows = []
-    for model in catalog.results()["model"].drop_duplicates():
-        spec = {p: model_spec(model).with_precision(p) for p in PRECISIONS}
-        for precision in PRECISIONS:
-            for name in CHIP_NAMES:
-                device = chip(name)
-                power = device.power_w if np.isfinite(device.power_w) else 0.0
-                rows.append({"key": f"{name}|{model}|{precision}", "label": system_labels()[name],
-                             **crosschip._fields(device, power, spec[precision])})  # noqa: SLF001 - the model's own fields
-            rows.append({"key": f"{crosschip.READER}|{model}|{precision}", "label": "your chip",
-                         **{f: 0.0 for f in CHIP_FIELDS}})
-    return pd.DataFrame(rows)
-
-
-def _shared_transforms(band: dict) -> list[dict]:
-    """The page's pipeline from shipped terms to each shown system's frontier points in each case."""
-    reader = {"bandwidth": f"reader_tb_s * {TERA:g}", "hbm": f"reader_gb * {GIGA:g}", "power_w": "reader_w",
-              "scale_up": f"{crosschip.READER_LINK_GB_S * GIGA:g}", "scale_out": "0", "domain": "reader_domain",
-              **{f"{op}_peak": f"reader_tflops * {TERA:g}" for op in crosschip.OPS}}
-    steps: list[dict] = [
-        {"filter": "datum.model == model && datum.precision == precision"},
-        {"calculate": "[" + ", ".join(SLOTS) + "]", "as": "system"},
-        {"flatten": ["system"]},
-        {"calculate": "datum.system + '|' + model + '|' + precision", "as": "key"},
-        {"lookup": "key", "from": {"data": {"values": json.loads(chips_table().to_json(orient="records"))},
-                                   "key": "key", "fields": ["label", *CHIP_FIELDS]}},
-    ]
-    for name in CHIP_FIELDS:
-        fallback = "(datum.power_w > 0 ? datum.power_w : assumed_w)" if name == "power_w" else f"datum.{name}"
-        steps.append({"calculate": f"datum.system == '{crosschip.READER}' ? {reader[name]} : {fallback}", "as": name})
-    steps += [
-        {"filter": "datum.power_w > 0"},
-        *crosschip.ADMISSION.vega(keep=("valid",)),
-        {"filter": "datum.valid > 0"},
-        {"calculate": json.dumps(list(bands.CASES)), "as": "case"},
-        {"flatten": ["case"]},
-        {"calculate": f"datum.case == 'low' ? {band['low']!r} : datum.case == 'high' ? {band['high']!r} : "
-                      f"{band['central']!r}", "as": "eta_m"},
-        *crosschip.FORMULA.vega(keep=KEPT_STEPS),
-        # The frontier: fastest per user first (ties: most per kW first), a row is kept if it beats the
-        # best tokens/s per kW of every row before it. Sorted on negated values, ascending: the window
-        # sorts this page's Vega build gave descending orders were not honoured in a test.
-        {"calculate": "-datum.x", "as": "neg_x"},
-        {"calculate": "-datum.y", "as": "neg_y"},
-        {"window": [{"op": "max", "field": "y", "as": "best_so_far"}], "frame": [None, 0], "sort": FASTEST_FIRST,
-         "groupby": ["system", "case"]},
-        {"window": [{"op": "lag", "field": "best_so_far", "as": "best_faster"}], "sort": FASTEST_FIRST,
-         "groupby": ["system", "case"]},
-        {"filter": "!isValid(datum.best_faster) || datum.y > datum.best_faster"},
-    ]
-    return steps
-
-
-def _read_at_targets() -> list[dict]:
-    """Frontier rows to the best tokens/s per kW at each target, one column per case."""
-    return [
-        {"calculate": json.dumps(list(bands.TARGETS)), "as": "t"},
-        {"flatten": ["t"]},
-        {"filter": "datum.x >= datum.t"},
-        {"aggregate": [{"op": "max", "field": "y", "as": "best"}], "groupby": ["system", "label", "case", "t"]},
-        {"pivot": "case", "value": "best", "groupby": ["system", "label", "t"]},
-        {"filter": "isValid(datum.central)"},
-        # The band's ends: the least and most of the cases that reach the target (bands.at_targets).
-        {"calculate": "min(isValid(datum.low) ? datum.low : datum.central, datum.central, "
-                      "isValid(datum.high) ? datum.high : datum.central)", "as": "band_low"},
-        {"calculate": "max(isValid(datum.low) ? datum.low : datum.central, datum.central, "
-                      "isValid(datum.high) ? datum.high : datum.central)", "as": "high"},
-        {"calculate": "datum.band_low", "as": "low"},
-    ]
-
-
-def _ratio_steps() -> list[dict]:
-    pick = []
-    for slot, side in (("system_a", "a"), ("system_b", "b")):
-        for case in bands.CASES:
-            pick.append({"calculate": f"datum.system == {slot} ? datum['{case}'] : null", "as": f"{case}_{side}"})
-    fields = [f"{c}_{s}" for s in "ab" for c in bands.CASES]
-    return [*pick,
-            {"aggregate": [{"op": "max", "field": f, "as": f} for f in fields], "groupby": ["t"]},
-            {"filter": "isValid(datum.central_a) && isValid(datum.central_b)"},
-            {"calculate": "datum.central_a / datum.central_b", "as": "ratio"},
-            {"calculate": "datum.low_a / datum.high_b", "as": "ratio_low"},
-            {"calculate": "datum.high_a / datum.low_b", "as": "ratio_high"}]
-
 
 def live_frames(**setting) -> dict[str, pd.DataFrame]:
     """Python's numbers for every mark at one setting: the frontier points, the band at the
@@ -240,11 +135,6 @@ def _main_layers(frontier_chart, band_chart, reported, measured, target_rule, re
     return alt.layer(band, rule, seen, line, claimed, words, text)
 
 
-def _readout_text() -> str:
-    return ("'A ÷ B at ≥ ' + format(datum.t, ',.0f') + ' tokens/s per user:\\n' + format(datum.ratio, '.2f') "
-            "+ '× (' + format(datum.ratio_low, '.2f') + '–' + format(datum.ratio_high, '.2f') + ')'")
-
-
 def _framed(main):
     return framed(main, "Work per watt at the same interactivity",
                   ["Lines: each chip's frontier in the serving model. Shaded: its band over bandwidth efficiency.",
@@ -260,12 +150,12 @@ def static_chart() -> alt.TopLevelMixin:
     top = alt.Chart(csv_data(shipped))
     frontier_chart = alt.Chart().transform_filter("datum.case == 'central'")
     band_chart = alt.Chart()
-    for step in _read_at_targets():
+    for step in page.read_at_targets():
         band_chart = _append(band_chart, step)
     # The readout reads the curves at the target alone, not at every target the band needs.
     readout = alt.Chart()
-    for step in [{"calculate": "target", "as": "t"}, *_read_at_targets()[2:], *_ratio_steps(),
-                 {"calculate": _readout_text(), "as": "readout"}]:
+    for step in [*page.read_at_target(), *page.ratio_steps(),
+                 {"calculate": page.readout_text(), "as": "readout"}]:
         readout = _append(readout, step)
     rule = alt.Chart(pd.DataFrame({"t": [0.0]})).transform_calculate(t="target")
     reported = alt.Chart(reported_points()).transform_filter("datum.model == model")
@@ -273,7 +163,7 @@ def static_chart() -> alt.TopLevelMixin:
         "datum.model == model && indexof([" + ", ".join(SLOTS) + "], datum.system) >= 0")
     chart = _framed(_main_layers(frontier_chart, band_chart, reported, measured, rule, readout))
     chart.data = top.data
-    chart.transform = _shared_transforms(band)
+    chart.transform = page.shared_transforms(band)
     # Constants of the formula that no control moves, and the two derived from controls.
     fixed = {k: v for k, v in crosschip.parameters().items() if k not in ("layer_s", "modelled")}
     params = [alt.param(name=k, value=float(v)) for k, v in fixed.items()]
