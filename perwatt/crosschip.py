@@ -170,19 +170,26 @@ def chip_fields(accelerator: str, model: str, precision: str = "as_released", po
     return _fields(device, float(rated), model_spec(model).with_precision(precision))
 
 
-#: The reader's chip's links when the reader sets none: NVLink 5's 900 GB/s each way, as a B200's.
-READER_LINK_GB_S = 900.0
+#: The chip whose scale-up links a reader's chip gets when the reader sets none (NVLink 5).
+READER_LINKS_LIKE = "b200"
+
+
+def reader_link_bytes_s() -> float:
+    """The scale-up bandwidth (bytes/s, each way) a reader's chip gets by default: :data:`READER_LINKS_LIKE`'s."""
+    return chip(READER_LINKS_LIKE).scale_up_bytes_s
 
 
 @checks.validated(bandwidth_tb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e4),
                   tflops=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e7),
                   hbm_gb=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e6),
                   power_w=WATTS, domain=checks.rule(checks.integer, maximum=1024),
-                  link_gb_s=checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5))
+                  link_gb_s=checks.rule(checks.optional, checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5)))
 def reader_chip(bandwidth_tb_s: float, tflops: float, hbm_gb: float, power_w: float, domain: int = 8,
-                link_gb_s: float = READER_LINK_GB_S) -> Chip:
+                link_gb_s: float | None = None) -> Chip:
     """A chip of the reader's own: one peak (``tflops``, dense, in the format in use) for every
-    operator, and no network beyond its scale-up domain."""
+    operator, scale-up links of ``link_gb_s`` each way (by default :func:`reader_link_bytes_s`'s),
+    and no network beyond its scale-up domain."""
+    link_gb_s = reader_link_bytes_s() / GIGA if link_gb_s is None else link_gb_s
     return Chip(name=READER, label="your chip", hbm_bytes=hbm_gb * GIGA, bandwidth_bytes_s=bandwidth_tb_s * TERA,
                 peak_flops={f: tflops * TERA for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
                 scale_up_bytes_s=link_gb_s * GIGA, scale_up_domain=domain, scale_out_bytes_s=float("nan"))

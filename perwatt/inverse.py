@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from perwatt import checks
-from perwatt.crosschip import (ASSUMED, FORMULA, PRECISION, READER, READER_LINK_GB_S, _check_assumptions_match_terms,
-                               _fields, _terms_of, best_at, frontier, parameters)
+from perwatt.crosschip import (ASSUMED, FORMULA, PRECISION, READER, _check_assumptions_match_terms,
+                               _fields, _terms_of, best_at, frontier, parameters,
+                               reader_link_bytes_s)
 from perwatt.specs import DEFAULTS, GIGA, TERA, Assumptions, Chip, chip, known_chips, model_spec
 
 #: Search bounds for a solved bandwidth, bytes/s (1 GB/s to 1 EB/s), and for a bandwidth multiple.
@@ -47,7 +48,7 @@ def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: 
     groups, by default one per chip for a mixture of experts, at ``batch`` sequences) reaches a point:
     ``tokens_per_s_per_user`` and total ``tps_per_kw`` at rated power, by :data:`FORMULA` on a chip of
     the reader's kind (one peak for every operator: ``tflops``, or unlimited; links as
-    :data:`READER_LINK_GB_S`; memory not a limit, and the memory needed reported).
+    :func:`perwatt.crosschip.reader_link_bytes_s`; memory not a limit, and the memory needed reported).
 
     Per-user speed rises with bandwidth towards a ceiling that bandwidth cannot pass (the fixed
     time per layer, compute, links). Where the point is beyond it, ``solvable`` is false and the
@@ -68,7 +69,7 @@ def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: 
     def point(bandwidth: float, power_w: float = 1000.0) -> dict:
         device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=bandwidth,
                       peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
-                      scale_up_bytes_s=READER_LINK_GB_S * GIGA, scale_up_domain=chips)
+                      scale_up_bytes_s=reader_link_bytes_s(), scale_up_domain=chips)
         return FORMULA.evaluate(grid.to_dict("series"), {**_fields(device, power_w, spec), **given})
 
     ceiling = float(point(BANDWIDTH_SEARCH[1])["x"][0])

@@ -145,6 +145,7 @@ GOOD = {
     "crosschip.chip_fields": dict(accelerator="gb200", model="deepseek-r1", precision="as_released", power_w=None),
     "crosschip.reader_chip": dict(bandwidth_tb_s=16.0, tflops=5000.0, hbm_gb=288.0, power_w=700.0, domain=8,
                                   link_gb_s=900.0),
+    "crosschip.reader_link_bytes_s": dict(),
     "crosschip.parameters": dict(assumptions=roofline.DEFAULTS, power_basis="rated", power_model=power.FITTED),
     "crosschip.rows": dict(model="gpt-oss-120b", device=roofline.chip("gb200"), precision="as_released",
                            power_basis="modelled", assumptions=roofline.DEFAULTS, power_model=power.FITTED),

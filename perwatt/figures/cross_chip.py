@@ -15,13 +15,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perwatt import bands, catalog, crosschip, data
+from perwatt import bands, catalog, crosschip, data, instruments
 from perwatt.computed import ComputedFigure
 from perwatt.figures import cross_chip_page as page
 from perwatt.figures.cross_chip_page import CHIP_NAMES, PRECISIONS, SLOTS, system_labels
 from perwatt.figures.kit import framed, model_control, tooltips
 from perwatt.interactive import Control, csv_data
-from perwatt.specs import chip
+from perwatt.specs import GIGA, TERA, chip
 
 SLOT_DEFAULTS = {"system_a": crosschip.READER, "system_b": "gb300", "system_c": "mi355x", "system_d": "h100"}
 #: Per-user targets the readout offers (a subset of bands.TARGETS, which the page reads curves at).
@@ -47,9 +47,19 @@ def _assumptions(setting: dict):
     return dataclasses.replace(crosschip.DEFAULTS, layer_latency_us=float(setting["layer_us"]))
 
 
+def reader_start() -> dict[str, float]:
+    """Where the reader's chip starts, each from the data, not a guess at Jalapeño: the bandwidth of
+    the HBM4 hypothesis (8 stacks at the standard's top speed), Jalapeño's rated watts, and a GB300's
+    dense FP8 TFLOP/s and memory, for a chip to move away from."""
+    gb300 = chip("gb300")
+    return {"tb_s": instruments.jalapeno_bandwidth_hypothesis()["tb_s"], "w": catalog.power_w(catalog.CANDIDATE, "chip_rated"),
+            "tflops": gb300.peak_flops["fp8"] / TERA, "gb": gb300.hbm_bytes / GIGA}
+
+
 def controls() -> tuple[Control, ...]:
     labels = system_labels()
     names = (crosschip.READER, *CHIP_NAMES)
+    start = reader_start()
     slot_controls = tuple(Control(s, f"System {s[-1].upper()}:", names, SLOT_DEFAULTS[s], "select",
                                   tuple(labels[n] for n in names)) for s in SLOTS)
     return (model_control(),
@@ -60,10 +70,10 @@ def controls() -> tuple[Control, ...]:
             *slot_controls,
             Control("target", "Readout at tokens/s per user:", READOUT_TARGETS, 50.0, "select"),
             Control.slider("layer_us", "Fixed time per layer, µs:", 0, 150, 1, crosschip.DEFAULTS.layer_latency_us),
-            Control.slider("reader_tb_s", "Your chip: HBM TB/s:", 1, 32, 0.5, 16),
-            Control.slider("reader_tflops", "Your chip: dense TFLOP/s:", 500, 20_000, 500, 5_000),
-            Control.slider("reader_gb", "Your chip: memory GB:", 32, 1024, 32, 288),
-            Control.slider("reader_w", "Your chip: watts:", 100, 2000, 50, 700),
+            Control.slider("reader_tb_s", "Your chip: HBM TB/s:", 1, 32, 0.5, start["tb_s"]),
+            Control.slider("reader_tflops", "Your chip: dense TFLOP/s:", 500, 20_000, 500, start["tflops"]),
+            Control.slider("reader_gb", "Your chip: memory GB:", 32, 1024, 32, start["gb"]),
+            Control.slider("reader_w", "Your chip: watts:", 100, 2000, 50, start["w"]),
             Control("reader_domain", "Your chip: scale-up domain:", (8, 72), 8, "radio", ("8 chips", "72 chips")),
             Control.slider("assumed_w", "Assumed watts where none is published (0: not drawn):", 0, 1500, 50, 0))
 
@@ -81,7 +91,10 @@ def live_frames(**setting) -> dict[str, pd.DataFrame]:
     curve["label"] = curve["system"].map(labels)
     read = bands.at_targets(curve)
     read["label"] = read["system"].map(labels)
-    ratio = bands.ratio_along(read, setting["system_a"], setting["system_b"])
+    try:
+        ratio = bands.ratio_along(read, setting["system_a"], setting["system_b"])
+    except ValueError:  # A or B is not drawn (no memory for the model, or no power given): no readout
+        ratio = pd.DataFrame(columns=["t", "ratio", "ratio_low", "ratio_high"], dtype=float)
     return {"frontier": curve[curve["case"] == "central"].reset_index(drop=True), "band": read, "ratio": ratio}
 
 

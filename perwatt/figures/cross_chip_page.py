@@ -57,7 +57,7 @@ def chips_table() -> pd.DataFrame:
 def shared_transforms(band: dict) -> list[dict]:
     """The page's pipeline from shipped terms to each shown system's frontier points in each case."""
     reader = {"bandwidth": f"reader_tb_s * {TERA:g}", "hbm": f"reader_gb * {GIGA:g}", "power_w": "reader_w",
-              "scale_up": f"{crosschip.READER_LINK_GB_S * GIGA:g}", "scale_out": "0", "domain": "reader_domain",
+              "scale_up": repr(crosschip.reader_link_bytes_s()), "scale_out": "0", "domain": "reader_domain",
               **{f"{op}_peak": f"reader_tflops * {TERA:g}" for op in crosschip.OPS}}
     steps: list[dict] = [
         # A row per slot, flattened from constants before anything a control moves: the page copies
