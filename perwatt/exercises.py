@@ -162,7 +162,8 @@ def prefill_ex_gap(target: float = 70.0) -> dict:
     return {"target": target, "low": low, "high": high, "k_low": float(far["bandwidth_multiple"].iloc[0]),
             "reached_low": float(far["gap_reached"].iloc[0]),
             "high_reachable": bool(np.isfinite(far["bandwidth_multiple"].iloc[1])),
-            "most": float(far["most_from_bandwidth"].iloc[0]), "share_high": float(far["power_share"].iloc[1])}
+            "most": float(far["most_from_bandwidth"].iloc[0]), "share_high": float(far["power_share"].iloc[1]),
+            "share_high_pct": float(far["power_share"].iloc[1]) * 100}
 
 
 def spec_ex_best(alpha: float = 0.8, cheap: float = 0.05, costly: float = 0.4) -> dict:
