@@ -27,13 +27,16 @@ from perwatt.interactive import Control, FigurePanel, LiveOnlyNote
 class ComputedFigure:
     """``static()`` is the page's chart, controls bound; ``live(**setting)`` the same chart drawn
     from Python's numbers at one setting (a panel redraws it); ``marks`` names the marks whose data
-    the tests compare between the two."""
+    the tests compare between the two; ``download`` says which mark's rows, and which of their
+    columns, the page's data download gives (by default, the data the chart was given)."""
 
     controls: tuple[Control, ...]
     static: Callable[[], alt.TopLevelMixin]
     live: Callable[..., alt.TopLevelMixin]
     marks: tuple[str, ...]
     table: Callable[[], pd.DataFrame] | None = None
+    #: The mark whose rows the page's "Download data (CSV)" gives, and their columns.
+    download: tuple[str, tuple[str, ...]] | None = None
     name: str = ""
     description: str = ""
 
@@ -49,6 +52,8 @@ class ComputedFigure:
     def _finish(self, chart: alt.TopLevelMixin, with_table: bool = False) -> alt.TopLevelMixin:
         meta = {"figure": self.name, "controls": [c.name for c in self.controls], "marks": list(self.marks),
                 "computed": True}
+        if self.download is not None:
+            meta["csv"] = {"mark": self.download[0], "columns": list(self.download[1])}
         if with_table and self.table is not None:
             # The default setting's numbers, as the table a reader without the chart gets instead.
             meta["table"] = render.table_meta(self.table())

@@ -263,3 +263,28 @@ def test_a_kernel_panel_recomputes_the_figure_through_python(monkeypatch):
     shown = [d for d in after["datasets"].values() if d and "x" in d[0] and "batch" in d[0]]
     want = pwf.live_frames(**{**pwf.per_watt_frontier().defaults(), "reader_tb_s": 4.0})["frontier"]
     assert any(len(d) == len(want) and math.isclose(max(r["y"] for r in d), want["y"].max(), rel_tol=1e-9) for d in shown)
+
+
+@pytest.mark.browser
+def test_the_data_download_is_the_frontier_drawn_not_the_terms_shipped(site, site_url, browser):
+    from test_share import Visit  # noqa: PLC0415 - the sharing tests' page helper, which keeps downloads
+
+    visit = Visit(browser, site_url, "chapters/prefill-decode.html")
+    page = visit.page
+    try:
+        chart_id = page.locator(".perwatt-chart[data-figure='per-watt-frontier']").get_attribute("id")
+        figure = pwf.per_watt_frontier()
+        for setting in ({}, {"model": "deepseek-r1", "reader_tb_s": 8.0, "power_basis": "modelled"}):
+            page.evaluate("""async ([id, s]) => { const v = window.perwatt.embeds[id].view;
+                for (const [k, x] of Object.entries(s)) v.signal(k, x); await v.runAsync(); }""", [chart_id, setting])
+            table = pd.read_csv(visit.download(chart_id, "Download data (CSV)"))
+            want = pwf.live_frames(**{**figure.defaults(), **setting})["frontier"]
+            assert list(table.columns) == list(pwf.FRONTIER_COLUMNS)
+            key = ["system", "x"]
+            table, want = table.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+            assert list(table["system"]) == list(want["system"]) and len(table) > 20
+            np.testing.assert_allclose(table["y"], want["y"], rtol=1e-7)
+            np.testing.assert_allclose(table["watts"], want["watts"], rtol=1e-7)
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()

@@ -218,7 +218,12 @@ def per_watt_frontier() -> ComputedFigure:
     to system B's at each interactivity target, with its interval, and a readout at the chosen target."""
     return ComputedFigure(controls=controls(), static=static_chart, live=live, table=default_table,
                           name="per-watt-frontier", description=" ".join(inspect.getdoc(per_watt_frontier).split()),
-                          marks=("frontier", "band", "readout", "reported", "measured"))
+                          marks=("frontier", "band", "readout", "reported", "measured"),
+                          download=("frontier", FRONTIER_COLUMNS))
+
+
+#: What the page's data download gives for each frontier point drawn.
+FRONTIER_COLUMNS = ("label", "system", "chips", "batch", "x", "y", "watts")
 
 
 def default_table() -> pd.DataFrame:

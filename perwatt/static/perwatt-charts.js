@@ -318,6 +318,8 @@ function addTools(target, spec, result) {
     controls: {},
     view: result.view,
     vgSpec: result.vgSpec,
+    // A figure the page recomputes from shipped terms names the mark whose rows are its answer.
+    csv: ((spec.usermeta || {}).perwatt || {}).csv,
   };
   for (const param of spec.params || []) {
     if (param.bind && param.bind.input) entry.controls[param.name] = param.bind;
@@ -366,6 +368,7 @@ function addTools(target, spec, result) {
 // Other data a chart draws (a reference line, say) is not part of the model's answer and stays
 // out. A chart without controls: every data set it was given, one after another.
 function shownRows(entry) {
+  if (entry.csv) return markRows(entry.view, entry.csv.mark, entry.csv.columns);
   const names = Object.keys(entry.controls);
   const tables = entry.vgSpec.data
     .filter((d) => d.source === undefined && d.values !== undefined)
@@ -375,6 +378,21 @@ function shownRows(entry) {
   if (!grid) return [].concat(...tables);
   const now = names.map((n) => [n, entry.controls[n], entry.view.signal(n)]);
   return grid.filter((row) => now.every(([n, bind, value]) => sameSetting(bind, row[n], value)));
+}
+
+// The rows one named mark draws (its items' data), with the given columns: for a figure whose page
+// computes its numbers, these are the model's answer at the current setting, not the terms it ships.
+function markRows(view, mark, columns) {
+  const rows = [];
+  const walk = (node) => {
+    if (!node) return;
+    if (node.marktype && node.name === mark + "_marks") {
+      for (const item of node.items || []) rows.push(Object.fromEntries(columns.map((c) => [c, item.datum[c]])));
+    }
+    (node.items || []).forEach(walk);
+  };
+  walk(view.scenegraph().root);
+  return rows;
 }
 
 // The chart's own filter, in the same terms: slider values with slack (a range input's decimal
