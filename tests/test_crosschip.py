@@ -166,6 +166,16 @@ page_settings = st.fixed_dictionaries({
 })
 
 
+def _chart_id(page) -> str:
+    return page.locator(".perwatt-chart[data-figure='per-watt-frontier']").get_attribute("id")
+
+
+def _move_to(page, chart_id: str, setting: dict) -> None:
+    """Set the chart's controls' signals and wait for the page to recompute."""
+    page.evaluate("""async ([id, s]) => { const v = window.perwatt.embeds[id].view;
+        for (const [k, x] of Object.entries(s)) v.signal(k, x); await v.runAsync(); }""", [chart_id, setting])
+
+
 def _items(page, chart_id: str, mark: str) -> list[dict]:
     return page.evaluate("""([id, mark]) => { const out = []; const walk = (n) => { if (!n) return;
         if (n.marktype && n.name === mark + '_marks') { for (const i of n.items || []) out.push(i.datum); }
@@ -180,7 +190,7 @@ def test_the_page_draws_the_models_frontier_band_and_readout_at_sampled_settings
     visit = PageVisit(browser, site_url, "chapters/prefill-decode.html")
     page = visit.page
     try:
-        chart_id = page.locator(".perwatt-chart[data-figure='per-watt-frontier']").get_attribute("id")
+        chart_id = _chart_id(page)
         figure = pwf.per_watt_frontier()
         checked = []
 
@@ -189,8 +199,7 @@ def test_the_page_draws_the_models_frontier_band_and_readout_at_sampled_settings
         @given(setting=page_settings)
         def check(setting):
             full = {**figure.defaults(), **setting}
-            page.evaluate("""async ([id, s]) => { const v = window.perwatt.embeds[id].view;
-                for (const [k, x] of Object.entries(s)) v.signal(k, x); await v.runAsync(); }""", [chart_id, setting])
+            _move_to(page, chart_id, setting)
             frames = pwf.live_frames(**full)
             drawn = pd.DataFrame(_items(page, chart_id, "frontier"))
             want = frames["frontier"]
@@ -272,11 +281,10 @@ def test_the_data_download_is_the_frontier_drawn_not_the_terms_shipped(site, sit
     visit = Visit(browser, site_url, "chapters/prefill-decode.html")
     page = visit.page
     try:
-        chart_id = page.locator(".perwatt-chart[data-figure='per-watt-frontier']").get_attribute("id")
+        chart_id = _chart_id(page)
         figure = pwf.per_watt_frontier()
         for setting in ({}, {"model": "deepseek-r1", "reader_tb_s": 8.0, "power_basis": "modelled"}):
-            page.evaluate("""async ([id, s]) => { const v = window.perwatt.embeds[id].view;
-                for (const [k, x] of Object.entries(s)) v.signal(k, x); await v.runAsync(); }""", [chart_id, setting])
+            _move_to(page, chart_id, setting)
             table = pd.read_csv(visit.download(chart_id, "Download data (CSV)"))
             want = pwf.live_frames(**{**figure.defaults(), **setting})["frontier"]
             assert list(table.columns) == list(pwf.FRONTIER_COLUMNS)
