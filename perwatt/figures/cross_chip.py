@@ -2,7 +2,7 @@
 
 The page ships :func:`perwatt.crosschip.terms` for every model and precision, a table of chips, and
 :data:`perwatt.crosschip.FORMULA` as calculate transforms; everything after that (the frontier, the
-bands, the readout at a target, the ratio along the curve) is drawn by the same functions whether
+bands, the readout of A ÷ B at a target) is drawn by the same functions whether
 the numbers come from the page or from Python (:func:`live`).
 """
 
@@ -162,14 +162,9 @@ def static_chart() -> alt.TopLevelMixin:
     shipped = terms.drop(columns=["ep"]).assign(dp_attention=terms["dp_attention"].astype(int))
     top = alt.Chart(csv_data(shipped))
     frontier_chart = alt.Chart().transform_filter("datum.case == 'central'")
-    band_chart = alt.Chart()
-    for step in page.read_at_targets():
-        band_chart = _append(band_chart, step)
+    band_chart = _steps(page.read_at_targets())
     # The readout reads the curves at the target alone, not at every target the band needs.
-    readout = alt.Chart()
-    for step in [*page.read_at_target(), *page.ratio_steps(),
-                 {"calculate": page.readout_text(), "as": "readout"}]:
-        readout = _append(readout, step)
+    readout = _steps([*page.read_at_target(), *page.ratio_steps(), {"calculate": page.readout_text(), "as": "readout"}])
     rule = alt.Chart(pd.DataFrame({"t": [0.0]})).transform_calculate(t="target")
     reported = alt.Chart(reported_points()).transform_filter("datum.model == model")
     measured = alt.Chart(measured_points()).transform_filter(
@@ -185,11 +180,11 @@ def static_chart() -> alt.TopLevelMixin:
     return chart.add_params(*params)
 
 
-def _append(chart: alt.Chart, step: dict) -> alt.Chart:
-    """The chart with one more transform (Vega-Lite JSON), leaving ``chart`` as it was."""
-    out = chart.copy(deep=False)
-    out.transform = [*(chart.transform if chart.transform is not alt.Undefined else []), step]
-    return out
+def _steps(steps: list[dict]) -> alt.Chart:
+    """A layer with no data of its own that reads the shared rows through these transforms."""
+    chart = alt.Chart()
+    chart.transform = list(steps)
+    return chart
 
 
 def live(**setting) -> alt.TopLevelMixin:
@@ -211,11 +206,11 @@ def live(**setting) -> alt.TopLevelMixin:
 
 @data.cached
 def per_watt_frontier() -> ComputedFigure:
-    """Two stacked charts. Top, on log-log axes: total tokens per second per kW against tokens per
-    second per user, one frontier line per chosen system from the serving model, with a shaded band
-    for the range of bandwidth efficiency, the articles' reported points as diamonds and InferenceX's
-    measured DeepSeek R1 points as circles. Bottom: the ratio of system A's tokens per second per kW
-    to system B's at each interactivity target, with its interval, and a readout at the chosen target."""
+    """On log-log axes: total tokens per second per kW against tokens per second per user, one
+    frontier line per chosen system from the serving model, with a shaded band for the range of
+    bandwidth efficiency, the articles' reported points as diamonds and InferenceX's measured
+    DeepSeek R1 points as circles, a dashed line at the chosen interactivity target, and a readout
+    of system A's tokens per second per kW over system B's at that target, with its interval."""
     return ComputedFigure(controls=controls(), static=static_chart, live=live, table=default_table,
                           name="per-watt-frontier", description=" ".join(inspect.getdoc(per_watt_frontier).split()),
                           marks=("frontier", "band", "readout", "reported", "measured"),
