@@ -35,10 +35,13 @@ def _bisect_log(f, low: float, high: float, steps: int = 200) -> float:
 
 
 ONE_RATE = checks.rule(checks.scalar, minimum=checks.MIN_RATE, maximum=checks.MAX_RATE)
+# One instance is solved at a time, so its size is one whole number, not an array of them.
+ONE_COUNT = checks.rule(checks.integer, maximum=checks.MAX_CHIPS)
 
 
-@checks.validated(model=checks.TEXT, tokens_per_s_per_user=ONE_RATE, tps_per_kw=ONE_RATE, chips=checks.CHIPS,
-                  batch=checks.BATCH, ep=checks.rule(checks.optional, checks.CHIPS), dp_attention=checks.FLAG,
+@checks.validated(model=checks.TEXT, tokens_per_s_per_user=ONE_RATE, tps_per_kw=ONE_RATE, chips=ONE_COUNT,
+                  batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
+                  ep=checks.rule(checks.optional, ONE_COUNT), dp_attention=checks.FLAG,
                   precision=PRECISION, assumptions=ASSUMED,
                   tflops=checks.rule(checks.optional, checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e9)))
 def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: int = 8, batch: int = 1,
