@@ -34,6 +34,7 @@ def fraction_needed(gain, speedup):
     return (1.0 - 1.0 / gain) / (1.0 - 1.0 / speedup)
 
 
+@checks.validated(claim_id=checks.TEXT)
 def reported_speedups(claim_id: str = "ai-kernels") -> tuple[float, float]:
     """The low and high kernel speed-ups a claim of data/claims.csv reports (the first-results
     article's AI-written gpt-oss kernels by default)."""

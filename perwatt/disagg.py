@@ -44,6 +44,14 @@ PRICE = checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_PLAUSIBLE_PRI
 TARGET = checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5)
 
 
+def _known_chip(name: str, value) -> str:
+    """A chip of data/accelerators.csv, or an error naming the parameter (``prefill_chip``, ...)."""
+    checks.instance(name, value, str)
+    if value not in roofline.known_chips():
+        raise ValueError(f"{name} must be one of {roofline.known_chips()}, got {value!r}")
+    return value
+
+
 @data.cached
 def priced_chips() -> tuple[str, ...]:
     """Chips with both a sourced hourly price and a published rated power (the ones a cost per
@@ -52,6 +60,7 @@ def priced_chips() -> tuple[str, ...]:
     return tuple(n for n in roofline.known_chips() if n in set(prices) and chip(n).power_known)
 
 
+@checks.validated(accelerator=checks.TEXT)
 def usd_per_hour(accelerator: str) -> float:
     """A chip's sourced rental price, US$ per chip-hour (data/hourly_prices.csv)."""
     if accelerator not in priced_chips():
@@ -66,6 +75,7 @@ def workloads() -> tuple[str, ...]:
     return (*data.load("workloads")["workload"], LONG)
 
 
+@checks.validated(workload=checks.TEXT)
 def lengths(workload: str) -> tuple[float, float]:
     """Mean drawn (input, output) tokens of a workload; :data:`LONG`'s prompt is the assumption
     ``disagg_long_prompt_tokens``, its output the table workload's."""
@@ -138,7 +148,7 @@ def phases(model: str, accelerator: str, workload: str) -> pd.DataFrame:
     return _phases(model, accelerator, isl, osl)
 
 
-@checks.validated(model=checks.TEXT, prefill_chip=checks.TEXT, decode_chip=checks.TEXT,
+@checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip,
                   isl=checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS))
 def kv_transfer_s(model: str, prefill_chip: str, decode_chip: str, isl) -> float:
     """Seconds to move one prompt's KV cache between the pools, over the slower chip's scale-out
@@ -161,7 +171,7 @@ def _usd_per_chip_s(accelerator: str, price_usd_per_kwh: float) -> float:
     return usd_per_hour(accelerator) / 3600 + chip(accelerator).power_w / JOULES_PER_KWH * price_usd_per_kwh
 
 
-@checks.validated(model=checks.TEXT, prefill_chip=checks.TEXT, decode_chip=checks.TEXT, workload=checks.TEXT,
+@checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip, workload=checks.TEXT,
                   min_tokens_per_s_per_user=TARGET, price_usd_per_kwh=PRICE)
 def disaggregated(model: str, prefill_chip: str, decode_chip: str, workload: str, min_tokens_per_s_per_user: float,
                   price_usd_per_kwh: float) -> dict:
