@@ -333,5 +333,5 @@ def prefill_ex_long(prefill: str = "b200", decode: str = "gb200", target: float 
     price = catalog.assumption("electricity_price_usd_per_kwh")
     short, long_ = (disagg.disaggregated(disagg.MODEL, prefill, decode, w, target, price)
                     for w in (catalog.table_workload(), disagg.LONG))
-    return {"isl": disagg.lengths(disagg.LONG)[0], "share_short_pct": short["prefill_share"] * 100,
+    return {"target": target, "isl": disagg.lengths(disagg.LONG)[0], "share_short_pct": short["prefill_share"] * 100,
             "share_long_pct": long_["prefill_share"] * 100, "usd_ratio": long_["usd"] / short["usd"]}
