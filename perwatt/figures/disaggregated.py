@@ -50,8 +50,8 @@ def _draw(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
                          ("usd_per_k:Q", "US$ per 1,000 requests, this pool", ".4f"),
                          ("kwh_per_k:Q", "kWh per 1,000 requests, this pool", ".3f")))
     return framed(bars, f"Cost per request of {disagg.MODEL}, by pool",
-                  ["Each pool's layout and batch are the cheapest the serving model finds at the target.",
-                   "Prices: sourced rental per chip-hour; electricity at the control's price."], 380, alt.Step(16))
+                  ["Each pool at its cheapest layout and batch for the target.",
+                   "Rental at InferenceX's prices; electricity at the control's."], 380, alt.Step(16))
 
 
 @figure
