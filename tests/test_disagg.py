@@ -139,3 +139,15 @@ def test_reported_speedups_and_the_models_kernel_fraction():
     # At one sequence the fixed time per layer and the shared weights dominate; a large batch reads
     # many experts and KV caches, so the kernels' share grows.
     assert 0 < one < many < 1
+
+
+def test_the_figure_draws_the_models_costs():
+    from perwatt.figures import disaggregated as view
+    frame = view.split_frame("8k/1k", 50, 0.08)
+    model = disagg.comparison(M, "8k/1k", 50.0, 0.08)
+    totals = frame.groupby("configuration")["usd_per_k"].sum()
+    assert sorted(totals.index) == sorted(view.configurations())
+    b200 = model.set_index(["kind", "prefill_chip", "decode_chip"]).loc[("split", "b200", "gb200")]
+    assert totals["B200 → GB200"] == pytest.approx(b200["usd"] * 1000, rel=1e-12)
+    kwh = frame.groupby("configuration")["kwh_per_k"].sum()["B200 → GB200"]
+    assert kwh == pytest.approx(b200["joules"] * 1000 / 3.6e6, rel=1e-12)
