@@ -15,6 +15,7 @@ import pandas as pd
 
 from perwatt import (accounting, agents, bands, benchmark, calibration, catalog, data, figures, fleet, inverse,
                      metrics, roofline, serving, speculative)
+from perwatt import amdahl, disagg
 
 
 def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
@@ -302,3 +303,35 @@ def fleet_ex_supply(supply: float = 100_000) -> dict:
     plan = fleet.scenario(share, target, price, fleet.JalapenoAssumptions(supply_chips=supply))
     return {"supply": supply, "nv": plan.query("hardware != 'jalapeno'")["chips"].sum(),
             "total": plan["total_usd_per_hour"].iloc[0]}
+
+
+def prefill_ex_pair(workload: str = "8k/1k", target: float = 50.0, decode: str = "h200") -> dict:
+    """The prefill pool's US$ per thousand requests and J per request, H100 or H200, before ``decode``'s."""
+    frame = disagg.comparison(disagg.MODEL, workload, target, catalog.assumption("electricity_price_usd_per_kwh"))
+    split = frame[frame["kind"] == "split"].set_index(["prefill_chip", "decode_chip"])
+    usd = {p: split.loc[(p, decode), "prefill_usd"] * 1000 for p in ("h100", "h200")}
+    j = {p: split.loc[(p, decode), "prefill_j"] for p in ("h100", "h200")}
+    return {"target": target, "h100_usd": usd["h100"], "h200_usd": usd["h200"], "h100_j": j["h100"],
+            "h200_j": j["h200"], "cheaper": catalog.accelerator_label(min(usd, key=usd.get)),
+            "saving_pct": (1 - min(usd.values()) / max(usd.values())) * 100}
+
+
+def prefill_ex_amdahl(gain: float = 1.5, batches: tuple[int, int] = (1, 256)) -> dict:
+    """The share 1.8× kernels must take for a whole-model ``gain``; the model's share at two batches."""
+    low, high = amdahl.reported_speedups()
+    isl, osl = disagg.lengths(catalog.table_workload())
+    shares = [amdahl.kernel_fraction(disagg.MODEL, "gb200", b, isl + osl / 2) for b in batches]
+    return {"gain": gain, "low": low, "high": high, "needed_pct": float(amdahl.fraction_needed(gain, high)) * 100,
+            "b_small": batches[0], "b_large": batches[1], "share_small_pct": shares[0] * 100,
+            "share_large_pct": shares[1] * 100, "gain_small_high": float(amdahl.whole_gain(shares[0], high)),
+            "gain_large_low": float(amdahl.whole_gain(shares[1], low)),
+            "gain_large_high": float(amdahl.whole_gain(shares[1], high))}
+
+
+def prefill_ex_long(prefill: str = "b200", decode: str = "gb200", target: float = 50.0) -> dict:
+    """The prefill pool's share of the chip time, and the cost, on 8k/1k and on the long prompt."""
+    price = catalog.assumption("electricity_price_usd_per_kwh")
+    short, long_ = (disagg.disaggregated(disagg.MODEL, prefill, decode, w, target, price)
+                    for w in (catalog.table_workload(), disagg.LONG))
+    return {"target": target, "isl": disagg.lengths(disagg.LONG)[0], "share_short_pct": short["prefill_share"] * 100,
+            "share_long_pct": long_["prefill_share"] * 100, "usd_ratio": long_["usd"] / short["usd"]}

@@ -266,3 +266,40 @@ def test_prefill_gap():
     assert not answers["high_reachable"] and answers["most"] < 4.1
     assert best(1000.0) / best(1.0) == pytest.approx(answers["most"], rel=1e-12)
     assert answers["share_high"] == pytest.approx(1 / 4.1)
+
+
+def test_prefill_pair():
+    # H100 and H200 have the same FP8 FLOP/s and the same 700 W rating, so as prefill chips they take the
+    # same time and the same energy per request; the H100 rents for less, so its pool costs less by the
+    # ratio of the hourly prices plus electricity at US$0.08 per kWh.
+    answers = exercises.prefill_ex_pair()
+    h100, h200 = roofline.chip("h100"), roofline.chip("h200")
+    assert h100.peak_flops["fp8"] == h200.peak_flops["fp8"] and h100.power_w == h200.power_w == 700
+    assert answers["h100_j"] == pytest.approx(answers["h200_j"], rel=1e-12)
+    chip_s = answers["h100_j"] / 700.0
+    energy = answers["h100_j"] / 3.6e6 * 0.08
+    assert answers["h100_usd"] == pytest.approx(1000 * (chip_s * 1.30 / 3600 + energy), rel=1e-12)
+    assert answers["h200_usd"] == pytest.approx(1000 * (chip_s * 1.41 / 3600 + energy), rel=1e-12)
+    assert answers["cheaper"] == "H100 SXM"
+
+
+def test_prefill_amdahl():
+    # 1 ÷ ((1 − f) + f ÷ 1.8) = 1.5 gives f = (1 − 1/1.5) ÷ (1 − 1/1.8) = 3/4.
+    answers = exercises.prefill_ex_amdahl()
+    assert (answers["low"], answers["high"]) == (1.5, 1.8)
+    assert answers["needed_pct"] == pytest.approx(75.0)
+    f1, f256 = answers["share_small_pct"] / 100, answers["share_large_pct"] / 100
+    assert 0 < f1 < f256 < 1
+    assert answers["gain_small_high"] == pytest.approx(1 / ((1 - f1) + f1 / 1.8))
+    assert answers["gain_large_low"] == pytest.approx(1 / ((1 - f256) + f256 / 1.5))
+    assert answers["gain_large_high"] == pytest.approx(1 / ((1 - f256) + f256 / 1.8))
+    assert answers["gain_large_high"] < 1.8  # below the kernels' own gain while any time is elsewhere
+
+
+def test_prefill_long():
+    # Four times the prompt: prefill work grows at least fourfold (more with attention), decode only
+    # through a longer cache, so the prefill pool's share of the chip time grows and the cost rises.
+    answers = exercises.prefill_ex_long()
+    assert answers["isl"] == catalog.assumption("disagg_long_prompt_tokens")
+    assert 0 < answers["share_short_pct"] < answers["share_long_pct"] < 100
+    assert answers["usd_ratio"] > 1

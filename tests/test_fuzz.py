@@ -30,9 +30,10 @@ from hypothesis.extra.numpy import arrays
 
 from perwatt import (accounting, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
                      parallel, power, roofline, serving, specs, speculative)
+from perwatt import amdahl, disagg
 
 MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
-           load, fleet, crosschip, bands, inverse)
+           load, fleet, crosschip, bands, inverse, disagg, amdahl)
 #: Public callables left out, each with the reason.
 SKIP = {
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
@@ -235,6 +236,24 @@ GOOD = {
     "fleet.scenario_workloads": dict(agent_share=0.25, agent_min_rate=100.0),
     "fleet.scenario": dict(agent_share=0.25, agent_min_rate=100.0, price_usd_per_kwh=0.08, assumptions=None,
                            integral=True),
+    "disagg.priced_chips": dict(),
+    "disagg.usd_per_hour": dict(accelerator="h100"),
+    "disagg.workloads": dict(),
+    "disagg.lengths": dict(workload="1k/1k"),
+    "disagg.request_cost": dict(prefill_chip_s=1.0, decode_chip_s=2.0, prefill_w=700.0, decode_w=1000.0,
+                                prefill_usd_per_hour=1.3, decode_usd_per_hour=1.95, price_usd_per_kwh=0.08),
+    "disagg.phases": dict(model="gpt-oss-120b", accelerator="h100", workload="1k/1k"),
+    "disagg.kv_transfer_s": dict(model="gpt-oss-120b", prefill_chip="h100", decode_chip="b200", isl=8192.0),
+    "disagg.disaggregated": dict(model="gpt-oss-120b", prefill_chip="h100", decode_chip="b200", workload="1k/1k",
+                                 min_tokens_per_s_per_user=50.0, price_usd_per_kwh=0.08),
+    "disagg.single_pool": dict(model="gpt-oss-120b", accelerator="h100", workload="1k/1k",
+                               min_tokens_per_s_per_user=50.0, price_usd_per_kwh=0.08),
+    "disagg.comparison": dict(model="gpt-oss-120b", workload="1k/1k", min_tokens_per_s_per_user=50.0,
+                              price_usd_per_kwh=0.08),
+    "amdahl.whole_gain": dict(fraction=0.5, speedup=1.8),
+    "amdahl.fraction_needed": dict(gain=1.2, speedup=1.8),
+    "amdahl.reported_speedups": dict(claim_id="ai-kernels"),
+    "amdahl.kernel_fraction": dict(model="gpt-oss-120b", accelerator="gb200", batch=64, context=8704.0, chips=1),
 }
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
@@ -258,6 +277,10 @@ MAY_BE_NAN = {
     "speculative.position_rates": {"result"},
     "fleet.assign": {"workload_usd_per_million_tokens", "workload_kwh_per_million_tokens"},
     "fleet.scenario": {"workload_usd_per_million_tokens", "workload_kwh_per_million_tokens"},
+    # The KV transfer is unknown (NaN) where a chip's scale-out bandwidth is unpublished, as documented.
+    "disagg.kv_transfer_s": {"result"},
+    "disagg.disaggregated": {"transfer_s", "ttft_s"},
+    "disagg.comparison": {"transfer_s", "ttft_s"},
 }
 #: Functions that broadcast their numeric arguments elementwise: the result has their shape.
 ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {

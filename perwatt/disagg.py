@@ -1,0 +1,243 @@
+"""Disaggregated serving: prefill on one pool of chips, decode on another, priced per request.
+
+Splitwise and DistServe run the two phases on separate pools. This module prices a request on
+such a pair of pools with the serving model's own phase times (:mod:`perwatt.serving`), and on
+one pool that does both (:func:`perwatt.serving.serve`), so the two can be compared:
+
+* **Chip time per request.** A prefill instance of ``c`` chips spends ``prefill_per_prompt``
+  seconds on each prompt, so a request takes ``c × t_prefill`` chip-seconds there. A decode
+  instance of ``c`` chips serving ``B`` sequences runs ``OSL`` passes per request, shared by the
+  ``B``: ``c × OSL × t_pass ÷ B`` chip-seconds. A single pool's instance spends ``OSL × TPOT``
+  (passes plus the ``B`` prefills that stretch them) per ``B`` requests.
+* **Energy and cost.** Chip-seconds × rated watts is the energy; chip-seconds × the hourly
+  rental price (data/hourly_prices.csv) plus that energy at an electricity price is the cost.
+  Pools are sized to their work, so neither idles (many instances, fractional split).
+* **KV transfer.** The prompt's cache moves from the prefill pool to the decode pool over the
+  slower of the two chips' scale-out links (at the link efficiency): time added to the time to
+  first token, not chip time, on the assumption that it overlaps other requests' work. Where a
+  chip's scale-out bandwidth is unpublished the transfer is not modelled (NaN).
+
+:func:`single_pool` counts a pool's busy time; :func:`perwatt.serving.serve`'s energy per token
+also counts each request's own wait for its prefill (its TTFT) inside the time its slot is held,
+which adds exactly ``c × TTFT ÷ B`` chip-seconds per request (a test checks the identity).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perwatt import catalog, checks, data, parallel, roofline, serving
+from perwatt.specs import DEFAULTS, chip, model_spec
+
+#: The model this section serves: the smallest of the articles' three, on any chip here.
+MODEL = "gpt-oss-120b"
+#: The long-context request: a prompt of this many tokens (an assumption) with 8k/1k's output.
+LONG = "long prompt"
+#: Tokens/s per user the figure's target control offers.
+TARGETS = (20, 50, 100)
+JOULES_PER_KWH = 3.6e6
+#: What :func:`disaggregated` and :func:`single_pool` return.
+KEYS = ("prefill_j", "decode_j", "joules", "prefill_usd", "decode_usd", "usd", "prefill_chips", "decode_chips",
+        "decode_batch", "tpot_s", "ttft_s", "transfer_s", "prefill_share")
+PRICE = checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_PLAUSIBLE_PRICE_USD_PER_KWH)
+TARGET = checks.rule(checks.scalar, exclusive_minimum=0.0, maximum=1e5)
+
+
+def _known_chip(name: str, value) -> str:
+    """A chip of data/accelerators.csv, or an error naming the parameter (``prefill_chip``, ...)."""
+    checks.instance(name, value, str)
+    if value not in roofline.known_chips():
+        raise ValueError(f"{name} must be one of {roofline.known_chips()}, got {value!r}")
+    return value
+
+
+@data.cached
+def priced_chips() -> tuple[str, ...]:
+    """Chips with both a sourced hourly price and a published rated power (the ones a cost per
+    request can be computed for), in the order of data/accelerators.csv."""
+    prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"])["system"]
+    return tuple(n for n in roofline.known_chips() if n in set(prices) and chip(n).power_known)
+
+
+@checks.validated(accelerator=checks.TEXT)
+def usd_per_hour(accelerator: str) -> float:
+    """A chip's sourced rental price, US$ per chip-hour (data/hourly_prices.csv)."""
+    if accelerator not in priced_chips():
+        raise ValueError(f"accelerator must be one of {list(priced_chips())} (a sourced price and power), "
+                         f"got {accelerator!r}")
+    prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
+    return float(prices[accelerator])
+
+
+def workloads() -> tuple[str, ...]:
+    """The request mixes: the InferenceX workloads of data/workloads.csv and :data:`LONG`."""
+    return (*data.load("workloads")["workload"], LONG)
+
+
+@checks.validated(workload=checks.TEXT)
+def lengths(workload: str) -> tuple[float, float]:
+    """Mean drawn (input, output) tokens of a workload; :data:`LONG`'s prompt is the assumption
+    ``disagg_long_prompt_tokens``, its output the table workload's."""
+    if workload == LONG:
+        return catalog.assumption("disagg_long_prompt_tokens"), catalog.lengths().osl_mean
+    if workload not in workloads():
+        raise ValueError(f"workload must be one of {list(workloads())}, got {workload!r}")
+    drawn = catalog.lengths(workload)
+    return drawn.isl_mean, drawn.osl_mean
+
+
+@checks.validated(prefill_chip_s=checks.SECONDS, decode_chip_s=checks.SECONDS,
+                  prefill_w=checks.rule(checks.positive), decode_w=checks.rule(checks.positive),
+                  prefill_usd_per_hour=checks.rule(checks.nonnegative), decode_usd_per_hour=checks.rule(checks.nonnegative),
+                  price_usd_per_kwh=checks.rule(checks.nonnegative, maximum=checks.MAX_PLAUSIBLE_PRICE_USD_PER_KWH))
+def request_cost(prefill_chip_s, decode_chip_s, prefill_w, decode_w, prefill_usd_per_hour, decode_usd_per_hour,
+                 price_usd_per_kwh) -> dict:
+    """Energy (J) and cost (US$) of one request from its chip-seconds in each pool, split by pool:
+    rental at US$ per chip-hour plus the chips' rated energy at US$ per kWh (arrays broadcast)."""
+    out = {}
+    for pool, seconds, watts, rent in (("prefill", prefill_chip_s, prefill_w, prefill_usd_per_hour),
+                                       ("decode", decode_chip_s, decode_w, decode_usd_per_hour)):
+        out[f"{pool}_j"] = seconds * watts
+        out[f"{pool}_usd"] = seconds * rent / 3600 + out[f"{pool}_j"] / JOULES_PER_KWH * price_usd_per_kwh
+    out["joules"] = out["prefill_j"] + out["decode_j"]
+    out["usd"] = out["prefill_usd"] + out["decode_usd"]
+    return out
+
+
+def _grid(spec, device) -> pd.DataFrame:
+    """The serving model's layouts for this chip at every batch it sweeps."""
+    return serving.layouts(spec, device).merge(pd.DataFrame({"batch": np.asarray(serving.BATCHES, float)}),
+                                               how="cross")
+
+
+def _fits(spec, device, chips, ep, dp, sequences, context) -> np.ndarray:
+    held = parallel.memory_per_chip(spec, chips, ep, dp, sequences, context, DEFAULTS)
+    return held <= device.hbm_bytes * DEFAULTS.usable_hbm_fraction
+
+
+@data.cached
+def _phases(model: str, accelerator: str, isl: float, osl: float) -> pd.DataFrame:
+    """Every layout and batch of one chip that fits, with both phases' times and chip-seconds per
+    request, alone (prefill pool, decode pool) and together (one pool, as serving.serve has it)."""
+    spec, device = model_spec(model), chip(accelerator)
+    g = _grid(spec, device)
+    chips, ep, dp, batch = (g[c].to_numpy() for c in ("chips", "ep", "dp_attention", "batch"))
+    chips, batch = chips.astype(float), batch.astype(float)
+    together = np.where(dp, chips, 1.0)
+    t_prefill = serving.prefill_per_prompt(spec, device, isl, chips, ep, dp)
+    t_pass = serving.decode_pass(spec, device, batch, isl + osl / 2, chips, ep, dp)
+    one = serving.serve(spec, device, batch, isl, osl, chips=chips, ep=ep, dp_attention=dp)
+    return g.assign(
+        prefill_s=t_prefill, prefill_wait_s=t_prefill * together, prefill_chip_s=chips * t_prefill,
+        prefill_fits=_fits(spec, device, chips, ep, dp, together, isl),
+        tpot_alone_s=t_pass, decode_chip_s=chips * osl * t_pass / batch,
+        decode_fits=_fits(spec, device, chips, ep, dp, batch, isl + osl),
+        tpot_single_s=one["tpot_s"], ttft_single_s=one["ttft_s"], single_chip_s=chips * osl * one["tpot_s"] / batch,
+        single_fits=one["fits"], serve_chip_s=one["e2e_latency_s"] * chips / batch)
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, workload=checks.TEXT)
+def phases(model: str, accelerator: str, workload: str) -> pd.DataFrame:
+    """One row per layout and batch of ``accelerator`` (:func:`perwatt.serving.layouts` × the
+    swept batches): seconds and chip-seconds per request of each phase on its own pool
+    (``prefill_*``, ``decode_*``, ``tpot_alone_s``), and of one pool doing both (``single_*``,
+    ``tpot_single_s``; ``serve_chip_s`` as :func:`perwatt.serving.serve`'s energy counts it),
+    with whether each fits in memory."""
+    isl, osl = lengths(workload)
+    return _phases(model, accelerator, isl, osl)
+
+
+@checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip,
+                  isl=checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS))
+def kv_transfer_s(model: str, prefill_chip: str, decode_chip: str, isl) -> float:
+    """Seconds to move one prompt's KV cache between the pools, over the slower chip's scale-out
+    link at the serving model's link efficiency; NaN where either link is unpublished (not modelled)."""
+    # np.minimum, not min(): an unpublished (NaN) link on either side leaves the transfer unknown.
+    link = float(np.minimum(chip(prefill_chip).scale_out_bytes_s, chip(decode_chip).scale_out_bytes_s))
+    if not np.isfinite(link):
+        return float("nan")
+    return float(roofline.kv_bytes(model_spec(model), isl, DEFAULTS.kv_bits) / (link * DEFAULTS.link_efficiency))
+
+
+def _cheapest(frame: pd.DataFrame, usd_per_chip_s: float, seconds: str, keep) -> pd.Series | None:
+    frame = frame[keep]
+    if frame.empty:
+        return None
+    return frame.loc[(frame[seconds] * usd_per_chip_s).idxmin()]
+
+
+def _usd_per_chip_s(accelerator: str, price_usd_per_kwh: float) -> float:
+    return usd_per_hour(accelerator) / 3600 + chip(accelerator).power_w / JOULES_PER_KWH * price_usd_per_kwh
+
+
+@checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip, workload=checks.TEXT,
+                  min_tokens_per_s_per_user=TARGET, price_usd_per_kwh=PRICE)
+def disaggregated(model: str, prefill_chip: str, decode_chip: str, workload: str, min_tokens_per_s_per_user: float,
+                  price_usd_per_kwh: float) -> dict:
+    """The cheapest request on a prefill pool of ``prefill_chip`` and a decode pool of ``decode_chip``
+    whose decode reaches ``min_tokens_per_s_per_user``: each pool's layout (and the decode batch)
+    chosen for the least cost per request. Returns per-pool and total joules and US$ per request,
+    the layouts, TPOT and TTFT (s: the prefill wait plus the KV transfer), the transfer's seconds
+    (NaN where a scale-out link is unpublished) and each pool's share of the chips. The values are
+    None where no layout fits or reaches the target."""
+    isl, osl = lengths(workload)
+    pre = _phases(model, prefill_chip, isl, osl)
+    dec = _phases(model, decode_chip, isl, osl)
+    p = _cheapest(pre, _usd_per_chip_s(prefill_chip, price_usd_per_kwh), "prefill_chip_s", pre["prefill_fits"])
+    d = _cheapest(dec, _usd_per_chip_s(decode_chip, price_usd_per_kwh), "decode_chip_s",
+                  dec["decode_fits"] & (dec["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))
+    if p is None or d is None:
+        return dict.fromkeys(KEYS)
+    cost = request_cost(p["prefill_chip_s"], d["decode_chip_s"], chip(prefill_chip).power_w, chip(decode_chip).power_w,
+                        usd_per_hour(prefill_chip), usd_per_hour(decode_chip), price_usd_per_kwh)
+    transfer = kv_transfer_s(model, prefill_chip, decode_chip, isl)
+    return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(p["chips"]),
+            "decode_chips": float(d["chips"]), "decode_batch": float(d["batch"]), "tpot_s": float(d["tpot_alone_s"]),
+            "ttft_s": float(p["prefill_wait_s"] + transfer), "transfer_s": transfer,
+            "prefill_share": float(p["prefill_chip_s"] / (p["prefill_chip_s"] + d["decode_chip_s"]))}
+
+
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, workload=checks.TEXT,
+                  min_tokens_per_s_per_user=TARGET, price_usd_per_kwh=PRICE)
+def single_pool(model: str, accelerator: str, workload: str, min_tokens_per_s_per_user: float,
+                price_usd_per_kwh: float) -> dict:
+    """The cheapest request on one pool of ``accelerator`` that prefills and decodes
+    (:func:`perwatt.serving.serve`'s TPOT, stretched by the prefills, reaching the target), with
+    its busy chip-seconds split into the prefill and decode parts. Keys as :func:`disaggregated`'s
+    (the transfer is 0, the prefill share is of the busy time); None where nothing qualifies."""
+    isl, osl = lengths(workload)
+    frame = _phases(model, accelerator, isl, osl)
+    s = _cheapest(frame, _usd_per_chip_s(accelerator, price_usd_per_kwh), "single_chip_s",
+                  frame["single_fits"] & (frame["tpot_single_s"] <= 1 / min_tokens_per_s_per_user))
+    if s is None:
+        return dict.fromkeys(KEYS)
+    device = chip(accelerator)
+    prefill_s = s["prefill_chip_s"]  # the prompts' share of the busy time: B prefills per B requests
+    cost = request_cost(prefill_s, s["single_chip_s"] - prefill_s, device.power_w, device.power_w,
+                        usd_per_hour(accelerator), usd_per_hour(accelerator), price_usd_per_kwh)
+    return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(s["chips"]),
+            "decode_chips": float(s["chips"]), "decode_batch": float(s["batch"]), "tpot_s": float(s["tpot_single_s"]),
+            "ttft_s": float(s["ttft_single_s"]), "transfer_s": 0.0,
+            "prefill_share": float(prefill_s / s["single_chip_s"])}
+
+
+@checks.validated(model=checks.TEXT, workload=checks.TEXT, min_tokens_per_s_per_user=TARGET, price_usd_per_kwh=PRICE)
+def comparison(model: str, workload: str, min_tokens_per_s_per_user: float, price_usd_per_kwh: float) -> pd.DataFrame:
+    """Every way to serve the request on :func:`priced_chips`: one pool of each chip, and every
+    pair of prefill and decode chips. One row per configuration (``kind`` "single" or "split"),
+    with :func:`disaggregated`'s keys and ``vs_best_single``, its cost per request over the
+    cheapest single pool's (below 1, the split is cheaper). Configurations that cannot reach the
+    target are left out."""
+    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a,
+             **single_pool(model, a, workload, min_tokens_per_s_per_user, price_usd_per_kwh)} for a in priced_chips()]
+    rows += [{"kind": "split", "prefill_chip": p, "decode_chip": d,
+              **disaggregated(model, p, d, workload, min_tokens_per_s_per_user, price_usd_per_kwh)}
+             for p in priced_chips() for d in priced_chips()]
+    frame = pd.DataFrame(rows).dropna(subset=["usd"]).reset_index(drop=True)
+    if frame.empty:
+        raise ValueError(f"min_tokens_per_s_per_user: no configuration of {model} reaches "
+                         f"{min_tokens_per_s_per_user:g} tokens/s per user on {workload}")
+    single = frame.loc[frame["kind"] == "single", "usd"]
+    frame["vs_best_single"] = frame["usd"] / (single.min() if len(single) else np.nan)
+    return frame

@@ -1,0 +1,153 @@
+"""Disaggregated prefill and decode (perwatt.disagg) and Amdahl's law (perwatt.amdahl)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perwatt import amdahl, catalog, data, disagg, roofline, serving
+from perwatt.specs import DEFAULTS, chip, model_spec
+
+M = disagg.MODEL
+
+
+@pytest.mark.parametrize("accelerator", ["h100", "b200", "gb200"])
+@pytest.mark.parametrize("workload", ["8k/1k", "1k/8k", disagg.LONG])
+def test_same_chip_split_agrees_with_one_pool_at_the_same_layout(accelerator, workload):
+    # Both pools on the same chip, in the same layout and batch, with the transfer costing no chip
+    # time: the split's energy and cost per request equal one pool's busy time priced the same way.
+    # The two sides are computed independently: prefill_per_prompt and decode_pass for the split,
+    # serve()'s TPOT (which adds the B prefills to the B requests' passes) for one pool. They agree to
+    # float rounding (1e-12), not more, because the sums are taken in a different order.
+    frame = disagg.phases(M, accelerator, workload)
+    frame = frame[frame["single_fits"]]
+    assert len(frame) > 20
+    w, rent = chip(accelerator).power_w, disagg.usd_per_hour(accelerator)
+    split = disagg.request_cost(frame["prefill_chip_s"], frame["decode_chip_s"], w, w, rent, rent, 0.08)
+    one = disagg.request_cost(frame["single_chip_s"], 0.0, w, w, rent, rent, 0.08)
+    np.testing.assert_allclose(split["joules"], one["joules"], rtol=1e-12)
+    np.testing.assert_allclose(split["usd"], one["usd"], rtol=1e-12)
+
+
+def test_serve_counts_each_request_its_own_prefill_wait_on_top_of_the_busy_time():
+    # serve()'s energy per token divides by Little's-law throughput over the request's whole latency,
+    # which holds the slot during its own prefill too: exactly chips × (that wait) ÷ B chip-seconds more.
+    isl, osl = disagg.lengths("8k/1k")
+    frame = disagg.phases(M, "h100", "8k/1k")
+    extra = frame["chips"] * frame["prefill_wait_s"] / frame["batch"]  # the wait: one pass, all dp prompts
+    np.testing.assert_allclose(frame["serve_chip_s"] - frame["single_chip_s"], extra, rtol=1e-9)
+    row = frame.iloc[5]
+    served = serving.serve(model_spec(M), chip("h100"), row["batch"], isl, osl, chips=row["chips"], ep=row["ep"],
+                           dp_attention=row["dp_attention"])
+    assert float(served["joules_per_output_token"]) * osl == pytest.approx(row["serve_chip_s"] * 700.0, rel=1e-12)
+
+
+def test_request_cost_by_hand():
+    # One chip-second of prefill at 1,000 W and US$3.60 an hour, two of decode at 500 W and US$1.80:
+    # rent 0.001 + 0.001; energy 1,000 J + 1,000 J, each 1/3,600 kWh at US$0.36 per kWh = 0.0001.
+    out = disagg.request_cost(1.0, 2.0, 1000.0, 500.0, 3.6, 1.8, 0.36)
+    assert out["prefill_j"] == 1000.0 and out["decode_j"] == 1000.0 and out["joules"] == 2000.0
+    assert out["prefill_usd"] == pytest.approx(0.0011) and out["decode_usd"] == pytest.approx(0.0011)
+    assert out["usd"] == pytest.approx(0.0022)
+
+
+def test_kv_transfer_over_the_slower_scale_out_link_and_unknown_where_unpublished():
+    isl = 8192.0
+    nbytes = float(roofline.kv_bytes(model_spec(M), isl, DEFAULTS.kv_bits))
+    slow = min(chip("h100").scale_out_bytes_s, chip("b300").scale_out_bytes_s)
+    assert disagg.kv_transfer_s(M, "b300", "h100", isl) == pytest.approx(nbytes / (slow * DEFAULTS.link_efficiency))
+    assert slow == chip("h100").scale_out_bytes_s < chip("b300").scale_out_bytes_s
+    assert np.isnan(disagg.kv_transfer_s(M, "h100", "gb200", isl))  # GB200's scale-out is unpublished
+    got = disagg.disaggregated(M, "h100", "gb200", "8k/1k", 50.0, 0.08)
+    assert np.isnan(got["transfer_s"]) and np.isnan(got["ttft_s"]) and np.isfinite(got["usd"])
+
+
+@pytest.mark.parametrize("workload", ["8k/1k", "1k/8k", disagg.LONG])
+@pytest.mark.parametrize("target", disagg.TARGETS)
+def test_a_split_on_one_chip_never_costs_more_than_one_pool_of_it(workload, target):
+    # The split may pick one pool's layout and batch for both phases, and its decode is not stretched
+    # by prefills, so the cheapest split can only be as cheap or cheaper.
+    for a in disagg.priced_chips():
+        one = disagg.single_pool(M, a, workload, float(target), 0.08)
+        split = disagg.disaggregated(M, a, a, workload, float(target), 0.08)
+        if one["usd"] is not None:
+            assert split["usd"] <= one["usd"] * (1 + 1e-12)
+            assert split["tpot_s"] <= 1 / target and one["tpot_s"] <= 1 / target
+
+
+def test_comparison_rows_add_up_and_are_relative_to_the_cheapest_single_pool():
+    frame = disagg.comparison(M, "8k/1k", 50.0, 0.08)
+    n = len(disagg.priced_chips())
+    assert len(frame) == n + n * n
+    assert frame.loc[frame["kind"] == "single", "vs_best_single"].min() == pytest.approx(1.0)
+    np.testing.assert_allclose(frame["prefill_usd"] + frame["decode_usd"], frame["usd"])
+    np.testing.assert_allclose(frame["prefill_j"] + frame["decode_j"], frame["joules"])
+    assert ((frame["prefill_share"] > 0) & (frame["prefill_share"] < 1)).all()
+    # Cost rises with the electricity price, by exactly the energy at the difference in price.
+    dearer = disagg.comparison(M, "8k/1k", 50.0, 0.16)
+    np.testing.assert_allclose(dearer["usd"] - frame["usd"], frame["joules"] / 3.6e6 * 0.08, rtol=1e-9)
+
+
+def test_priced_chips_have_sourced_prices_and_power():
+    prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"]).set_index("system")
+    for a in disagg.priced_chips():
+        assert disagg.usd_per_hour(a) == prices.loc[a, "price_usd_per_gpu_hour"] and chip(a).power_known
+    assert "gb300" not in disagg.priced_chips()  # InferenceX's placeholder price is not adopted
+    with pytest.raises(ValueError, match="accelerator"):
+        disagg.usd_per_hour("gb300")
+
+
+def test_lengths_and_bad_names():
+    assert disagg.lengths(disagg.LONG) == (catalog.assumption("disagg_long_prompt_tokens"), catalog.lengths().osl_mean)
+    assert disagg.lengths("8k/1k") == (catalog.lengths("8k/1k").isl_mean, catalog.lengths("8k/1k").osl_mean)
+    with pytest.raises(ValueError, match="workload"):
+        disagg.disaggregated(M, "h100", "h100", "2k/2k", 50.0, 0.08)
+    with pytest.raises(ValueError, match="min_tokens_per_s_per_user"):
+        disagg.comparison(M, "8k/1k", 1e5, 0.08)
+    with pytest.raises(ValueError, match="price_usd_per_kwh"):
+        disagg.comparison(M, "8k/1k", 50.0, -1.0)
+
+
+# --- Amdahl --------------------------------------------------------------------------------------
+
+def test_amdahl_by_hand_and_at_its_limits():
+    assert amdahl.whole_gain(0.0, 1.8) == 1.0
+    assert amdahl.whole_gain(1.0, 1.8) == pytest.approx(1.8)
+    assert amdahl.whole_gain(0.5, 2.0) == pytest.approx(4 / 3)  # 1 / (0.5 + 0.25)
+    assert amdahl.whole_gain(0.25, 1.5) == pytest.approx(1 / (0.75 + 0.25 / 1.5))
+    assert amdahl.fraction_needed(1.5, 1.8) == pytest.approx(0.75)  # (1 − 1/1.5) ÷ (1 − 1/1.8)
+    assert amdahl.fraction_needed(2.0, 1.8) > 1  # more than the kernel's own gain: no share can give it
+    with pytest.raises(ValueError, match="fraction"):
+        amdahl.whole_gain(1.2, 1.5)
+
+
+@given(st.floats(0.0, 1.0), st.floats(1.01, 100.0))
+def test_amdahl_inverse_and_bounds(f, s):
+    g = amdahl.whole_gain(f, s)
+    assert 1.0 - 1e-12 <= g <= s * (1 + 1e-12)
+    assert amdahl.fraction_needed(g, s) == pytest.approx(f, abs=1e-9)
+
+
+def test_reported_speedups_and_the_models_kernel_fraction():
+    assert amdahl.reported_speedups() == (1.5, 1.8)
+    assert amdahl.reported_speedups("ai-retune") == (1.5, 1.8)
+    with pytest.raises(ValueError, match="claim_id"):
+        amdahl.reported_speedups("table-tpw")
+    one, many = (amdahl.kernel_fraction(M, "gb200", b, 8704.0) for b in (1, 256))
+    # At one sequence the fixed time per layer and the shared weights dominate; a large batch reads
+    # many experts and KV caches, so the kernels' share grows.
+    assert 0 < one < many < 1
+
+
+def test_the_figure_draws_the_models_costs():
+    from perwatt.figures import disaggregated as view
+    frame = view.split_frame("8k/1k", 50, 0.08)
+    model = disagg.comparison(M, "8k/1k", 50.0, 0.08)
+    totals = frame.groupby("configuration")["usd_per_k"].sum()
+    assert sorted(totals.index) == sorted(view.configurations())
+    b200 = model.set_index(["kind", "prefill_chip", "decode_chip"]).loc[("split", "b200", "gb200")]
+    assert totals["B200 → GB200"] == pytest.approx(b200["usd"] * 1000, rel=1e-12)
+    kwh = frame.groupby("configuration")["kwh_per_k"].sum()["B200 → GB200"]
+    assert kwh == pytest.approx(b200["joules"] * 1000 / 3.6e6, rel=1e-12)
