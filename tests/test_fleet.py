@@ -239,3 +239,17 @@ def test_figure_frame_is_the_scenario_and_says_when_no_plan_fits():
 def test_bad_fleet_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_the_chapters_reading_of_the_default_plan_holds():
+    # The chapter says: every assumed Jalapeño chip is used; DeepSeek R1 runs almost wholly on
+    # GB200s; a budget a per cent below the plan's peak leaves no plan; the relaxation drops the
+    # small-instance chips; a 50 tokens/s agent target costs more.
+    plan = fleet_scenario.scenario(35.0, PRICE)
+    used = plan.groupby("hardware")["chips"].sum()
+    assert used["jalapeno"] == catalog.assumption("jalapeno_supply_chips")
+    r1 = plan.query("model == 'deepseek-r1'")
+    assert r1.query("hardware == 'gb200'")["chips"].sum() > 0.95 * r1["chips"].sum()
+    with pytest.raises(ValueError, match="site_mw"):
+        fleet_scenario.scenario(35.0, PRICE, 0.99 * plan["total_peak_mw"].iloc[0])
+    assert fleet_scenario.scenario(50.0, PRICE)["total_usd_per_hour"].iloc[0] > plan["total_usd_per_hour"].iloc[0]
