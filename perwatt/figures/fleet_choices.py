@@ -61,10 +61,12 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
                          ("workload_usd_per_million_tokens:Q", "US$ per million output tokens", ".4f")))
     first = str(grid["workload"].iloc[0])
     summary = base.transform_filter(f"datum.workload == '{first}'").transform_aggregate(
-        cost="max(total_usd_per_hour)", peak="max(total_peak_mw)", average="max(total_average_mw)",
-        feasible="max(feasible)").transform_calculate(
-        text="datum.feasible > 0 ? 'US$' + format(datum.cost, ',.0f') + ' an hour; peak ' + format(datum.peak, '.1f')"
-             " + ' MW, average ' + format(datum.average, '.1f') + ' MW' : 'No plan serves every workload within"
+        # One row per setting: the plan's totals, under the names of the columns they come from.
+        total_usd_per_hour="max(total_usd_per_hour)", total_peak_mw="max(total_peak_mw)",
+        total_average_mw="max(total_average_mw)", feasible="max(feasible)").transform_calculate(
+        text="datum.feasible > 0 ? 'US$' + format(datum.total_usd_per_hour, ',.0f') + ' an hour; peak '"
+             " + format(datum.total_peak_mw, '.1f') + ' MW, average ' + format(datum.total_average_mw, '.1f')"
+             " + ' MW' : 'No plan serves every workload within"
              " this budget'").mark_text(align="left", x=0, y=-8, fontSize=12).encode(text="text:N")
     chart = alt.layer(bars, summary)
     return framed(chart, "The cheapest fleet for two models and four workloads",
