@@ -78,9 +78,9 @@ def workloads() -> tuple[str, ...]:
 @checks.validated(workload=checks.TEXT)
 def lengths(workload: str) -> tuple[float, float]:
     """Mean drawn (input, output) tokens of a workload; :data:`LONG`'s prompt is the assumption
-    ``disagg_long_prompt_tokens``, its output the table workload's."""
+    ``long_context_isl_tokens``, its output the table workload's."""
     if workload == LONG:
-        return catalog.assumption("disagg_long_prompt_tokens"), catalog.lengths().osl_mean
+        return catalog.assumption("long_context_isl_tokens"), catalog.lengths().osl_mean
     if workload not in workloads():
         raise ValueError(f"workload must be one of {list(workloads())}, got {workload!r}")
     drawn = catalog.lengths(workload)

@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from perwatt import (accounting, agents, bands, benchmark, calibration, catalog, data, figures, fleet, inverse,
-                     metrics, roofline, serving, speculative)
+from perwatt import (accounting, agents, bands, benchmark, calibration, catalog, data, figures, fleet_profiles,
+                     fleet_scenario, inverse, metrics, roofline, serving, speculative)
 from perwatt import amdahl, disagg
 
 
@@ -249,60 +249,51 @@ def agents_ex_tail(p99_limit_s: float = 5.0, caps: tuple[int, int] = (1, 16)) ->
     return out
 
 
-def _fleet_defaults() -> tuple[float, float, float]:
-    """The fleet figure's starting mix, agent target and electricity price."""
-    d = figures.fleet().defaults()
-    return d["agent_share"], float(d["agent_min_rate"]), d["price_usd_per_kwh"]
+def _fleet_defaults() -> tuple[float, float]:
+    """The fleet figure's starting agent target, and the electricity price (an assumption)."""
+    return float(figures.fleet().defaults()["agent_min_rate"]), catalog.assumption("electricity_price_usd_per_kwh")
 
 
-def fleet_ex_mix() -> dict:
-    """The cheapest plan when all output is agent calls, against the figure's starting mix."""
-    share, target, price = _fleet_defaults()
-    everything = fleet.scenario(1.0, target, price)
-    even = fleet.scenario(share, target, price)
-    return {"chat_chips": everything.query("workload == 'chat'")["chips"].sum(),
-            "total_chips": everything["chips"].sum(), "base_chips": even["chips"].sum()}
+def fleet_ex_budget(site_mw: float = 36.0, power_scale: float = 0.5) -> dict:
+    """The plan within a ``site_mw`` budget when TPU7x and Trainium2 draw ``power_scale`` times their
+    assumed power, against the same fleet with no budget: chips that move, cost, peak."""
+    target, price = _fleet_defaults()
+    free = fleet_scenario.scenario(target, price, None, power_scale)
+    tight = fleet_scenario.scenario(target, price, site_mw, power_scale)
+    chips = {name: frame.groupby("hardware")["chips"].sum() for name, frame in (("free", free), ("tight", tight))}
+    return {"site_mw": site_mw, "scale": power_scale, "free_peak": free["total_peak_mw"].iloc[0],
+            "tight_peak": tight["total_peak_mw"].iloc[0], "free_cost": free["total_usd_per_hour"].iloc[0],
+            "tight_cost": tight["total_usd_per_hour"].iloc[0],
+            "premium_pct": (tight["total_usd_per_hour"].iloc[0] / free["total_usd_per_hour"].iloc[0] - 1) * 100,
+            "tpu_free": chips["free"]["tpu7x"], "tpu_tight": chips["tight"]["tpu7x"],
+            "gb200_free": chips["free"]["gb200"], "gb200_tight": chips["tight"]["gb200"]}
 
 
-def fleet_ex_parity() -> dict:
-    """The plan with Jalapeño at parity per watt with GB200, against a fleet with no Jalapeño, and
-    why: each chip's cost per million output tokens of each workload."""
-    share, target, price = _fleet_defaults()
-    parity = fleet.JalapenoAssumptions(per_watt_vs_gb200=1.0)
-    without = fleet.JalapenoAssumptions(supply_chips=0)
-    plan, none = fleet.scenario(share, target, price, parity), fleet.scenario(share, target, price, without)
-    relaxed = fleet.scenario(share, target, price, parity, integral=False)
-    relaxed_none = fleet.scenario(share, target, price, without, integral=False)
-    workloads = fleet.scenario_workloads(share, target)
-    hardware = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
-    nvidia = list(hardware)
-    hardware[catalog.CANDIDATE] = fleet.jalapeno_profile(fleet.MODEL, workloads, parity)
-
-    def usd_per_million(name: str, workload: str) -> float:
-        h = hardware[name]
-        return fleet.hourly_cost(h, price, catalog.facility_pue()) / (h.capacity[workload] * 3600 / 1e6)
-
-    total, total_none = plan["total_usd_per_hour"].iloc[0], none["total_usd_per_hour"].iloc[0]
-    return {"jal": plan.query("hardware == 'jalapeno'")["chips"].sum(), "total": total, "none": total_none,
-            "saving": total_none - total, "saving_pct": (1 - total / total_none) * 100,
-            # To the cent, so that a solver's 1e-12 below zero does not print as −0.00.
-            "relaxed_saving": round(relaxed_none["total_usd_per_hour"].iloc[0] - relaxed["total_usd_per_hour"].iloc[0],
-                                    2) + 0.0,
-            "gb200_instance": hardware["gb200"].chips_per_instance("agent"),
-            "cheapest_agent": min(nvidia, key=lambda n: usd_per_million(n, "agent")),
-            "cheapest_chat": min(nvidia, key=lambda n: usd_per_million(n, "chat")),
-            "jal_cost": usd_per_million(catalog.CANDIDATE, "agent"), "b200_cost": usd_per_million("b200", "agent"),
-            "gb200_cost": usd_per_million("gb200", "agent"),
-            "jal_chat_cost": usd_per_million(catalog.CANDIDATE, "chat"),
-            "b200_chat_cost": usd_per_million("b200", "chat"), "gb200_chat_cost": usd_per_million("gb200", "chat")}
+def fleet_ex_without() -> dict:
+    """What the assumed Jalapeño supply saves: the plan without any Jalapeño against the default."""
+    target, price = _fleet_defaults()
+    jal = fleet_profiles.JalapenoAssumptions()
+    plan = fleet_scenario.scenario(target, price)
+    none = fleet_scenario.scenario(target, price, assumptions=replace(jal, supply_chips=0))
+    saving = none["total_usd_per_hour"].iloc[0] - plan["total_usd_per_hour"].iloc[0]
+    used = plan.query("hardware == 'jalapeno'")["chips"].sum()
+    return {"with": plan["total_usd_per_hour"].iloc[0], "without": none["total_usd_per_hour"].iloc[0],
+            "saving": saving, "jal": used, "per_chip": saving / used, "jal_price": plan.query(
+                "hardware == 'jalapeno'")["usd_per_hour"].sum() / used}
 
 
-def fleet_ex_supply(supply: float = 100_000) -> dict:
-    """NVIDIA GPUs left in the plan when Jalapeño's supply is effectively unlimited."""
-    share, target, price = _fleet_defaults()
-    plan = fleet.scenario(share, target, price, fleet.JalapenoAssumptions(supply_chips=supply))
-    return {"supply": supply, "nv": plan.query("hardware != 'jalapeno'")["chips"].sum(),
-            "total": plan["total_usd_per_hour"].iloc[0]}
+def fleet_ex_relax() -> dict:
+    """The default plan against its linear-programme relaxation: cost, and the chips of each kind."""
+    target, price = _fleet_defaults()
+    whole = fleet_scenario.scenario(target, price)
+    relaxed = fleet_scenario.scenario(target, price, integral=False)
+    w, r = (f.groupby("hardware")["chips"].sum() for f in (whole, relaxed))
+    return {"whole": whole["total_usd_per_hour"].iloc[0], "relaxed": relaxed["total_usd_per_hour"].iloc[0],
+            "gap": whole["total_usd_per_hour"].iloc[0] - relaxed["total_usd_per_hour"].iloc[0],
+            "gap_pct": (whole["total_usd_per_hour"].iloc[0] / relaxed["total_usd_per_hour"].iloc[0] - 1) * 100,
+            "small_whole": w[["tpu7x", "trainium2", "h100", "h200"]].sum(),
+            "small_relaxed": r[["tpu7x", "trainium2", "h100", "h200"]].sum(),
+            "kinds_whole": int((w > 0).sum()), "kinds_relaxed": int((r > 1e-6).sum())}
 
 
 def prefill_ex_pair(workload: str = "8k/1k", target: float = 50.0, decode: str = "h200") -> dict:

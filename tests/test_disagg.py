@@ -100,7 +100,7 @@ def test_priced_chips_have_sourced_prices_and_power():
 
 
 def test_lengths_and_bad_names():
-    assert disagg.lengths(disagg.LONG) == (catalog.assumption("disagg_long_prompt_tokens"), catalog.lengths().osl_mean)
+    assert disagg.lengths(disagg.LONG) == (catalog.assumption("long_context_isl_tokens"), catalog.lengths().osl_mean)
     assert disagg.lengths("8k/1k") == (catalog.lengths("8k/1k").isl_mean, catalog.lengths("8k/1k").osl_mean)
     with pytest.raises(ValueError, match="workload"):
         disagg.disaggregated(M, "h100", "h100", "2k/2k", 50.0, 0.08)

@@ -8,7 +8,8 @@ import pytest
 
 import dataclasses
 
-from perwatt import agents, benchmark, catalog, crosschip, exercises, figures, inverse, roofline, serving, speculative
+from perwatt import (agents, benchmark, catalog, crosschip, exercises, figures, fleet_profiles, inverse, roofline, serving,
+                     speculative)
 
 
 def test_per_watt_predict():
@@ -190,24 +191,22 @@ def test_agents_tail_is_the_last_rate_under_the_limit():
 
 
 def test_fleet_answers_hang_together():
-    mix = exercises.fleet_ex_mix()
-    assert mix["chat_chips"] == 0 and mix["total_chips"] > mix["base_chips"]
-    parity = exercises.fleet_ex_parity()
-    # Same price per watt and the same tokens per watt as a GB200: the same cost per token, for
-    # agent calls and for chat alike.
-    assert parity["jal_cost"] == pytest.approx(parity["gb200_cost"], rel=1e-12)
-    assert parity["jal_chat_cost"] == pytest.approx(parity["gb200_chat_cost"], rel=1e-12)
-    # What the solution says: the GB200 is the cheaper NVIDIA chip for agent calls, the B200 for chat...
-    assert (parity["cheapest_agent"], parity["cheapest_chat"]) == ("gb200", "b200")
-    assert parity["gb200_cost"] < parity["b200_cost"] and parity["b200_chat_cost"] < parity["gb200_chat_cost"]
-    # ...so at parity Jalapeño can only save what finer rounding saves: nothing once fractions are allowed,
-    # a little (less than one GB200 instance-hour) in whole instances.
-    assert parity["relaxed_saving"] == 0
-    # A GB200 chip-hour: US$2.21 rent + 1.2 kW × PUE 1.1 × US$0.08/kWh.
-    assert 0 < parity["saving"] < parity["gb200_instance"] * (2.21 + 1.2 * 1.1 * 0.08)
-    assert parity["saving"] == pytest.approx(parity["none"] - parity["total"], rel=1e-12)
-    supply = exercises.fleet_ex_supply()
-    assert supply["nv"] == 0
+    budget = exercises.fleet_ex_budget()
+    # The budget binds: the plan fits it, costs more than the free plan, and moves GB200 work to
+    # TPU7x (at half its assumed power, better per watt than a GB200 for these workloads).
+    assert budget["tight_peak"] <= budget["site_mw"] < budget["free_peak"]
+    assert budget["tight_cost"] > budget["free_cost"] and budget["premium_pct"] > 0
+    assert budget["tpu_tight"] > budget["tpu_free"] and budget["gb200_tight"] < budget["gb200_free"]
+    without = exercises.fleet_ex_without()
+    # Every assumed Jalapeño chip is used, and each saves more than its own price an hour.
+    assert without["jal"] == fleet_profiles.JalapenoAssumptions().supply_chips
+    assert without["saving"] == pytest.approx(without["without"] - without["with"])
+    assert without["per_chip"] > without["jal_price"] > 0
+    relax = exercises.fleet_ex_relax()
+    # The relaxation is a lower bound that drops the small-instance chips whole instances need.
+    assert 0 < relax["gap"] and relax["relaxed"] < relax["whole"]
+    assert relax["small_relaxed"] == pytest.approx(0, abs=1e-6) and relax["small_whole"] > 0
+    assert relax["kinds_relaxed"] < relax["kinds_whole"]
 
 
 def test_the_audit_answer_agrees_with_the_audit():
@@ -300,6 +299,6 @@ def test_prefill_long():
     # Four times the prompt: prefill work grows at least fourfold (more with attention), decode only
     # through a longer cache, so the prefill pool's share of the chip time grows and the cost rises.
     answers = exercises.prefill_ex_long()
-    assert answers["isl"] == catalog.assumption("disagg_long_prompt_tokens")
+    assert answers["isl"] == catalog.assumption("long_context_isl_tokens")
     assert 0 < answers["share_short_pct"] < answers["share_long_pct"] < 100
     assert answers["usd_ratio"] > 1

@@ -1,12 +1,16 @@
-"""Fleet assignment: a known optimum, agreement with brute force, and the labelled assumptions."""
+"""Fleet assignment: known optima (integrality, supply, power budget), the profiles from the serving
+model, Jalapeño's assumed chip through its reported point, and the scenario's labelled assumptions."""
 
 from __future__ import annotations
-
 
 import numpy as np
 import pytest
 
-from perwatt import catalog, figures, fleet
+from perwatt import catalog, crosschip, figures, fleet, fleet_profiles, fleet_scenario, serving
+from perwatt.specs import chip
+
+PUE = catalog.facility_pue()
+PRICE = catalog.assumption("electricity_price_usd_per_kwh")
 
 
 def _toy():
@@ -21,36 +25,19 @@ def test_known_optimum_puts_the_scarce_chip_where_its_advantage_is_largest():
     # (400 / 40 = 10 chips) and all of w1 on A (100 / 10 = 10 chips): 20 chip-hours, US$20.
     workloads, hardware = _toy()
     plan = fleet.assign(workloads, hardware, price_usd_per_kwh=0.0, pue=1.0).set_index(["workload", "hardware"])["chips"]
-    assert plan[("w2", "b")] == pytest.approx(10.0)
-    assert plan[("w1", "a")] == pytest.approx(10.0)
-    assert plan[("w1", "b")] == pytest.approx(0.0, abs=1e-9)
-    assert plan[("w2", "a")] == pytest.approx(0.0, abs=1e-9)
+    assert plan.to_dict() == {("w1", "a"): 10.0, ("w1", "b"): 0.0, ("w2", "a"): 0.0, ("w2", "b"): 10.0}
     assert fleet.assign(workloads, hardware, 0.0, 1.0)["total_usd_per_hour"].iloc[0] == pytest.approx(20.0)
 
 
 def test_the_programme_matches_a_brute_force_search():
     workloads, hardware = _toy()
     best = np.inf
-    # Split B's ten chips between the workloads and fill the rest with whole A chips.
-    for b1 in range(11):
+    for b1 in range(11):  # split B's ten chips between the workloads, the rest in whole A chips
         for b2 in range(11 - b1):
             a1 = max(0, int(np.ceil((100 - 20 * b1) / 10)))
             a2 = max(0, int(np.ceil((400 - 40 * b2) / 10)))
             best = min(best, a1 + a2 + b1 + b2)
     assert fleet.assign(workloads, hardware, 0.0, 1.0)["total_usd_per_hour"].iloc[0] == pytest.approx(best)
-
-
-def test_every_workload_is_served_with_whole_instances():
-    frame = fleet.scenario(0.25, 100.0, 0.08)
-    assert (frame["instances"] == frame["instances"].round()).all()
-    assert (frame["chips"] == frame["instances"] * frame["chips_per_instance"]).all()
-    served = frame.groupby("workload")["output_tokens_per_s"].sum()
-    # Whole instances overshoot the demand by less than the largest instance's capacity.
-    overshoot = frame.groupby("workload").apply(lambda g: (g["output_tokens_per_s"] / g["instances"]).max(),
-                                                include_groups=False)
-    for workload, share in (("chat", 0.75), ("agent", 0.25)):
-        demand = catalog.assumption("fleet_output_tokens_per_s") * share
-        assert demand <= served[workload] < demand + overshoot[workload]
 
 
 def test_integrality_changes_the_choice_of_chip():
@@ -66,76 +53,10 @@ def test_integrality_changes_the_choice_of_chip():
     assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(1.5)
 
 
-def test_only_jalapeno_rests_on_assumptions_and_says_so():
-    frame = fleet.scenario(0.5, 100.0, 0.08)
-    assumed = set(frame.loc[frame["assumed"] == 1, "hardware"])
-    assert assumed == {"jalapeno"}
-    assert "assumed" in frame.loc[frame["hardware"] == "jalapeno", "hardware_label"].iloc[0]
-
-
-def test_supply_limit_holds_and_tighter_targets_cost_more():
-    frame = fleet.scenario(0.5, 100.0, 0.08)
-    assert frame.loc[frame["hardware"] == "jalapeno", "chips"].sum() <= fleet.JalapenoAssumptions().supply_chips + 1e-6
-    costs = [fleet.scenario(0.5, rate, 0.08)["total_usd_per_hour"].iloc[0] for rate in (50.0, 100.0, 200.0)]
-    assert costs == sorted(costs)
-
-
-def test_unservable_workload_is_an_error():
-    workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
-    hardware = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 0.0})]
-    with pytest.raises(ValueError, match="no assignment"):
-        fleet.assign(workloads, hardware, 0.08, 1.0)
-
-
-def test_figure_plan_is_the_brute_force_optimum_and_its_costs_add_up():
-    # Share 0.75, agents at ≥ 200 tokens/s per user, US$0.20/kWh, PUE 1.1 (direct liquid): the
-    # figure's plan checked against a search that never calls the solver (every split of the Jalapeño
-    # supply, the rest filled with whole instances of one NVIDIA kind: a set of feasible plans, so the
-    # optimum can be no dearer than its cheapest), and its costs recomputed from the chips' profiles.
-    frame = figures.fleet().frame(agent_share=0.75, agent_min_rate=200, price_usd_per_kwh=0.2)
-    workloads = fleet.scenario_workloads(0.75, 200.0)
-    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
-    nvidia = fleet.nvidia_profiles(fleet.MODEL, workloads)
-    # A chip-hour costs its rent plus its rated kW × PUE × price: B200 1.95 + 1.0 × 1.1 × 0.2 = US$2.17.
-    hourly = {h.name: h.usd_per_hour + h.power_w / 1000 * 1.1 * 0.2 for h in [*nvidia, jalapeno]}
-    assert hourly["b200"] == pytest.approx(2.17)
-    demand = {"chat": 0.25 * 20e6, "agent": 0.75 * 20e6}  # 20 M output tokens/s in all (assumptions.csv)
-    supply = int(jalapeno.supply)
-
-    def cheapest(workload: str) -> np.ndarray:
-        # k Jalapeño chips (k = 0 … supply) on this workload, the rest in whole instances of the
-        # cheapest single NVIDIA kind for what is left.
-        k = np.arange(supply + 1)
-        rest = np.maximum(demand[workload] - k * jalapeno.capacity[workload], 0)
-        fill = np.min([np.ceil(rest / (h.capacity[workload] * h.chips_per_instance(workload)) - 1e-9)
-                       * h.chips_per_instance(workload) * hourly[h.name] for h in nvidia], axis=0)
-        return fill + k * hourly["jalapeno"]
-
-    chat, agent = cheapest("chat"), cheapest("agent")
-    agent_best = np.minimum.accumulate(agent)  # the cheapest agent plan with at most j Jalapeño chips
-    best = min(chat[k] + agent_best[supply - k] for k in range(supply + 1))
-    assert frame["total_usd_per_hour"].iloc[0] == pytest.approx(best, rel=1e-9)
-    # The plan itself: whole instances, every workload served, Jalapeño within its supply, and the
-    # cost it states is the cost of those chips.
-    assert (frame["instances"] == frame["instances"].round()).all()
-    capacity = {h.name: h.capacity for h in [*nvidia, jalapeno]}
-    watts = {h.name: h.power_w for h in [*nvidia, jalapeno]}
-    for workload, rows in frame.groupby("workload"):
-        served = sum(n * capacity[h][workload] for h, n in zip(rows["hardware"], rows["chips"]))
-        assert served >= demand[workload]
-        usd = sum(n * hourly[h] for h, n in zip(rows["hardware"], rows["chips"]))
-        kw = sum(n * watts[h] / 1000 * 1.1 for h, n in zip(rows["hardware"], rows["chips"]))
-        assert rows["workload_usd_per_million_tokens"].iloc[0] == pytest.approx(usd / (served * 3600 / 1e6), rel=1e-9)
-        assert rows["workload_kwh_per_million_tokens"].iloc[0] == pytest.approx(kw / (served * 3600 / 1e6), rel=1e-9)
-    assert frame.loc[frame["hardware"] == "jalapeno", "chips"].sum() <= supply
-    assert float((frame["chips"] * frame["hardware"].map(hourly)).sum()) == pytest.approx(best, rel=1e-9)
-
-
 def test_whole_instances_known_optimum_and_supply_in_chips():
-    # 100 tokens/s to serve. A: 10 per chip in instances of 8 chips, US$1 a chip-hour; B: 9 per chip,
-    # one chip each, US$1.05. Fractions: 1.25 A instances, US$10. Whole instances: two A instances
-    # (16 chips) cost US$16 and twelve B chips US$12.60, but one A instance (80 tokens/s) and three
-    # B chips (27) cost 8 + 3.15 = US$11.15; two B chips (98 in all) fall short.
+    # 100 tokens/s. A: 10 per chip in 8-chip instances, US$1 a chip-hour; B: 9 per chip, one chip
+    # each, US$1.05. Fractions: 1.25 A instances, US$10. Whole: one A instance (80) and three B (27)
+    # cost 8 + 3.15 = US$11.15, less than two A instances (US$16) or twelve B (US$12.60).
     workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
     a = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, instance_chips={"w": 8})
     b = fleet.Hardware("b", "B", 1.05, 1000.0, {"w": 9.0})
@@ -145,102 +66,190 @@ def test_whole_instances_known_optimum_and_supply_in_chips():
     assert plan["total_usd_per_hour"].iloc[0] == pytest.approx(11.15)
     relaxed = fleet.assign(workloads, [a, b], 0.0, 1.0, integral=False).set_index("hardware")
     assert relaxed["chips"].to_dict() == pytest.approx({"a": 10.0, "b": 0.0})
-    assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(10.0)
     # Supply counts chips: seven A chips cannot make one 8-chip instance, so B serves it all (12 chips).
     short = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, supply=7.0, instance_chips={"w": 8})
     plan = fleet.assign(workloads, [short, b], 0.0, 1.0).set_index("hardware")
     assert plan["chips"].to_dict() == {"a": 0.0, "b": 12.0}
-    assert plan["total_usd_per_hour"].iloc[0] == pytest.approx(12.6)
 
 
-def test_profiles_carry_the_instance_of_their_operating_point():
-    # Each NVIDIA profile's capacity is a frontier row's output per chip, and its instance size that
-    # row's chips; Jalapeño's instance size is unpublished, so it is counted in whole chips.
-    workloads = fleet.scenario_workloads(0.5, 100.0)
-    for h in fleet.nvidia_profiles(fleet.MODEL, workloads):
-        for w in workloads:
-            frontier = fleet.serving.frontier(fleet.MODEL, h.name, isl=w.isl_tokens, osl=w.osl_tokens)
-            row = frontier[np.isclose(frontier["output_tokens_per_s_per_chip"], h.capacity[w.name])]
-            assert len(row) >= 1 and row["tokens_per_s_per_user"].min() >= w.min_tokens_per_s_per_user
-            assert h.chips_per_instance(w.name) == int(row["chips"].min())
-    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
-    assert [jalapeno.chips_per_instance(w.name) for w in workloads] == [1, 1]
+def test_power_budget_binds_and_integrality_matters_under_it():
+    # 100 tokens/s; A and B serve 10 per chip. A: US$1/h at 1,000 W; B: US$1.5/h at 500 W (free
+    # electricity, PUE 1). No budget: ten A, US$10, 10 kW peak. Budget 7.5 kW: a + b ≥ 10 and
+    # a + 0.5 b ≤ 7.5 give a = 5, b = 5, US$12.50. Budget 7.2 kW: fractions give a = 4.4, b = 5.6,
+    # US$12.80; whole chips a = 4, b = 6 (7 kW), US$13 (a = 5 needs 7.5 kW).
+    workloads = [fleet.Workload("w", 1, 1, 0, 100.0)]
+    a, b = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.5, 500.0, {"w": 10.0})
+    free = fleet.assign(workloads, [a, b], 0.0, 1.0).set_index("hardware")
+    assert free["chips"].to_dict() == {"a": 10.0, "b": 0.0} and free["total_peak_mw"].iloc[0] == pytest.approx(0.01)
+    tight = fleet.assign(workloads, [a, b], 0.0, 1.0, site_mw=0.0075).set_index("hardware")
+    assert tight["chips"].to_dict() == {"a": 5.0, "b": 5.0}
+    assert tight["total_usd_per_hour"].iloc[0] == pytest.approx(12.5)
+    whole = fleet.assign(workloads, [a, b], 0.0, 1.0, site_mw=0.0072).set_index("hardware")
+    assert whole["chips"].to_dict() == {"a": 4.0, "b": 6.0} and whole["total_usd_per_hour"].iloc[0] == pytest.approx(13)
+    relaxed = fleet.assign(workloads, [a, b], 0.0, 1.0, site_mw=0.0072, integral=False).set_index("hardware")
+    assert relaxed["chips"].to_dict() == pytest.approx({"a": 4.4, "b": 5.6})
+    assert relaxed["total_usd_per_hour"].iloc[0] == pytest.approx(12.8)
+    with pytest.raises(ValueError, match="site_mw"):
+        fleet.assign(workloads, [a, b], 0.0, 1.0, site_mw=0.004)  # even ten B chips need 5 kW
 
 
-def test_scenario_workloads_split_the_demand_by_the_agent_share():
-    # Share 0.25: chat gets 75 % of the fleet's output tokens/s, agents 25 %.
-    total = catalog.assumption("fleet_output_tokens_per_s")
-    chat, agent = fleet.scenario_workloads(0.25, 150.0)
-    assert (chat.name, chat.output_tokens_per_s) == ("chat", pytest.approx(0.75 * total))
-    assert (agent.name, agent.output_tokens_per_s, agent.min_tokens_per_s_per_user) == (
-        "agent", pytest.approx(0.25 * total), 150.0)
-    assert (agent.isl_tokens, agent.osl_tokens) == (8192, 1024) and (chat.isl_tokens, chat.osl_tokens) == (1024, 1024)
-
-
-def test_electricity_and_pue_enter_the_cost_and_the_kw():
-    # A: US$1.00/h at 1,000 W; B: US$1.05/h at 100 W; both 10 tokens/s. At US$1/kWh and PUE 1.5,
-    # A costs 1 + 1.0 × 1.5 × 1 = US$2.50/h and B 1.05 + 0.1 × 1.5 = US$1.20/h: B wins, though its rent is higher.
+def test_average_draw_enters_the_electricity_and_the_rating_the_peak():
+    # One chip rated 1,000 W drawing 400 W on average: at US$1/kWh and PUE 1.5 it costs
+    # 1 + 0.4 × 1.5 = US$1.60 an hour; its peak is 1.5 kW and its average 0.6 kW.
     workloads = [fleet.Workload("w", 1, 1, 0, 10.0)]
-    hardware = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}), fleet.Hardware("b", "B", 1.05, 100.0, {"w": 10.0})]
-    assert fleet.hourly_cost(hardware[0], 1.0, 1.5) == pytest.approx(2.5)
-    plan = fleet.assign(workloads, hardware, 1.0, 1.5).set_index("hardware")
-    assert plan["chips"].to_dict() == {"a": 0.0, "b": 1.0}
-    assert plan.loc["b", "usd_per_hour"] == pytest.approx(1.2)
-    assert plan.loc["b", "kw"] == pytest.approx(0.15)
-    # 10 tokens/s is 0.036 million tokens an hour: 0.15 kWh ÷ 0.036 and US$1.20 ÷ 0.036.
-    assert plan.loc["b", "workload_kwh_per_million_tokens"] == pytest.approx(0.15 / 0.036)
-    assert plan.loc["b", "workload_usd_per_million_tokens"] == pytest.approx(1.2 / 0.036)
-    # Free electricity: A's lower rent wins.
-    assert fleet.assign(workloads, hardware, 0.0, 1.5).set_index("hardware")["chips"].to_dict() == {"a": 1.0, "b": 0.0}
+    h = fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, watts={"w": 400.0})
+    assert fleet.hourly_cost(h, "w", 1.0, 1.5) == pytest.approx(1.6)
+    plan = fleet.assign(workloads, [h], 1.0, 1.5)
+    assert plan["usd_per_hour"].iloc[0] == pytest.approx(1.6)
+    assert (plan["peak_kw"].iloc[0], plan["kw"].iloc[0]) == pytest.approx((1.5, 0.6))
+    with pytest.raises(ValueError, match="watts"):
+        fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, watts={"w": 1200.0})  # above its rating
+
+
+def test_capacity_is_the_serving_frontiers_best_point_at_the_target():
+    work = fleet.Workload("w", 8192, 1024, 35.0, 1.0, "deepseek-r1")
+    frontier = serving.frontier("deepseek-r1", "gb200", isl=8192, osl=1024)
+    ok = frontier[frontier["tokens_per_s_per_user"] >= 35.0]
+    point = fleet_profiles.operating_point("gb200", work)
+    assert point["capacity"] == pytest.approx(ok["output_tokens_per_s_per_chip"].max())
+    assert point["tokens_per_s_per_user"] >= 35.0 and 0 < point["watts"] <= 1200
+    with pytest.raises(ValueError, match="power_w"):
+        fleet_profiles.operating_point("tpu7x", work)  # no published power: it needs an assumed one
+
+
+@pytest.mark.parametrize("accelerator", ["h200", "b200", "gb200"])
+def test_serving_frontier_and_crosschip_agree_at_the_table_workload(accelerator):
+    # The fleet reads the serving frontier (it takes each workload's lengths); at the table workload
+    # the cross-chip model gives the same best output per chip at every target.
+    rows = crosschip.rows("deepseek-r1", chip(accelerator))
+    sweep = serving.sweep("deepseek-r1", accelerator)
+    for target in (10.0, 30.0, 50.0):
+        assert rows.loc[rows["x"] >= target, "output_per_chip"].max() == pytest.approx(
+            sweep.loc[sweep["tokens_per_s_per_user"] >= target, "output_tokens_per_s_per_chip"].max(), rel=1e-9)
+
+
+def test_nvlink_domain_separates_gb200_from_b200_for_a_large_moe():
+    # Same HBM bandwidth; the GB200's 72-chip NVLink domain lets DeepSeek R1's experts spread over
+    # more chips than a B200's 8: more than twice the agent-call capacity per chip, cheaper per token.
+    table = fleet_scenario.domain_effect(35.0).set_index("workload")
+    r1 = table.loc["deepseek-r1 agent"]
+    assert r1["gb200_chips"] > 8 == r1["b200_chips"]
+    assert r1["capacity_ratio"] > 2 and r1["cost_ratio"] < 1
+    # For the small gpt-oss-120b chat the two are within 10 % per chip, and the B200 is cheaper per token.
+    chat = table.loc["gpt-oss-120b chat"]
+    assert chat["capacity_ratio"] == pytest.approx(1, abs=0.1) and chat["cost_ratio"] > 1
+
+
+def test_jalapenos_assumed_chip_passes_through_its_reported_point():
+    for model in fleet_profiles.reported_models():
+        device, solved = fleet_profiles.jalapeno_chip(model, fleet_profiles.JalapenoAssumptions())
+        rows = crosschip.rows(model, device, assumptions=fleet_profiles.JALAPENO_SERVING)
+        spec_moe = rows["ep"].max() > 1
+        at = rows[(rows["chips"] == 8) & (rows["batch"] == 1) & (rows["ep"] == (8 if spec_moe else 1))
+                  & ~rows["dp_attention"].astype(bool)]
+        assert at["x"].iloc[0] == pytest.approx(solved["interactivity"], rel=1e-6)
+        assert at["y"].iloc[0] == pytest.approx(solved["tps_per_kw"], rel=1e-6)
+
+
+def test_jalapenos_capacity_varies_with_the_target_unlike_a_constant_ratio():
+    a = fleet_profiles.JalapenoAssumptions()
+    targets = (5.0, 50.0, 1000.0, 10000.0)
+    caps = [fleet_profiles.jalapeno_point(fleet.Workload("w", 8192, 1024, t, 1.0, "deepseek-r1"), a)["capacity"]
+            for t in targets]
+    assert caps == sorted(caps, reverse=True) and caps[0] > 2 * caps[-1] > 0
+    gb200 = [fleet_profiles.operating_point("gb200", fleet.Workload("w", 8192, 1024, t, 1.0, "deepseek-r1"))["capacity"]
+             for t in targets[:2]]
+    ratios = [c / g for c, g in zip(caps, gb200)]
+    assert ratios[1] > 1.5 * ratios[0]  # not one multiple of GB200 at every target
+    with pytest.raises(ValueError, match="tflops"):
+        fleet_profiles.jalapeno_chip("deepseek-r1", fleet_profiles.JalapenoAssumptions(tflops=100.0))
+
+
+def test_scenario_workloads_split_the_demand():
+    ws = fleet_scenario.scenario_workloads(35.0)
+    assert len(ws) == 8 and {w.model for w in ws} == set(fleet_scenario.MODELS)
+    assert sum(w.output_tokens_per_s for w in ws) == pytest.approx(catalog.assumption("fleet_output_tokens_per_s"))
+    r1 = sum(w.output_tokens_per_s for w in ws if w.model == "deepseek-r1")
+    assert r1 == pytest.approx(catalog.assumption("fleet_output_tokens_per_s") * catalog.assumption("fleet_deepseek_r1_share"))
+    agent = next(w for w in ws if w.name == "deepseek-r1 agent")
+    assert (agent.isl_tokens, agent.osl_tokens, agent.min_tokens_per_s_per_user) == (8192, 1024, 35.0)
+    long = next(w for w in ws if w.name == "gpt-oss-120b long")
+    assert long.isl_tokens == catalog.assumption("long_context_isl_tokens")
+
+
+def test_scenario_serves_every_workload_within_supply_and_labels_its_assumptions():
+    frame = fleet_scenario.scenario(35.0, PRICE)
+    assert (frame["instances"] == frame["instances"].round()).all()
+    assert (frame["chips"] == frame["instances"] * frame["chips_per_instance"]).all()
+    demand = {w.name: w.output_tokens_per_s for w in fleet_scenario.scenario_workloads(35.0)}
+    served = frame.groupby("workload")["output_tokens_per_s"].sum()
+    assert all(served[k] >= v * (1 - 1e-9) for k, v in demand.items())
+    assert frame.query("hardware == 'jalapeno'")["chips"].sum() <= catalog.assumption("jalapeno_supply_chips")
+    assert set(frame.loc[frame["assumed"] == 1, "hardware"]) == {"jalapeno", "tpu7x", "trainium2"}
+    assert frame["total_average_mw"].iloc[0] < frame["total_peak_mw"].iloc[0]
+    # A GB200 limit below the plan's use moves work elsewhere and costs more, never less.
+    used = frame.query("hardware == 'gb200'")["chips"].sum()
+    capped = fleet_scenario.scenario(35.0, PRICE, supply={"gb200": used // 2})
+    assert capped.query("hardware == 'gb200'")["chips"].sum() <= used // 2
+    assert capped["total_usd_per_hour"].iloc[0] > frame["total_usd_per_hour"].iloc[0]
+
+
+def test_relaxing_to_a_linear_programme_is_a_lower_bound():
+    whole, relaxed = fleet_scenario.scenario(35.0, PRICE), fleet_scenario.scenario(35.0, PRICE, integral=False)
+    assert relaxed["total_usd_per_hour"].iloc[0] <= whole["total_usd_per_hour"].iloc[0]
+    assert (relaxed["instances"] != relaxed["instances"].round()).any()
+
+
+def test_a_site_budget_below_the_cheapest_plans_peak_costs_more_or_has_no_plan():
+    free = fleet_scenario.scenario(35.0, PRICE, power_scale=0.5)
+    peak = free["total_peak_mw"].iloc[0]
+    tight = fleet_scenario.scenario(35.0, PRICE, site_mw=0.95 * peak, power_scale=0.5)
+    assert tight["total_peak_mw"].iloc[0] <= 0.95 * peak + 1e-9
+    assert tight["total_usd_per_hour"].iloc[0] > free["total_usd_per_hour"].iloc[0]
+    with pytest.raises(ValueError, match="site_mw"):
+        fleet_scenario.scenario(35.0, PRICE, site_mw=0.5 * peak)
+
+
+def test_sensitivity_table_moves_each_assumption_and_sorts_by_swing():
+    table = fleet_scenario.sensitivity(35.0, PRICE)
+    assert len(table) == 9 and table["swing_pct"].is_monotonic_decreasing
+    base = fleet_scenario.scenario(35.0, PRICE)["total_usd_per_hour"].iloc[0]
+    assert table["base_usd_per_hour"].tolist() == pytest.approx([base] * 9)
+    row = table.set_index("assumption").loc["electricity price, US$/kWh"]
+    dear = fleet_scenario.scenario(35.0, 2 * PRICE)["total_usd_per_hour"].iloc[0]
+    assert row["high_usd_per_hour"] == pytest.approx(dear) and row["high_change_pct"] > 0 > row["low_change_pct"]
+
+
+def test_figure_frame_is_the_scenario_and_says_when_no_plan_fits():
+    frame = figures.fleet().frame()
+    plan = fleet_scenario.scenario(35.0, PRICE)
+    assert frame["chips"].sum() == plan["chips"].sum() and (frame["chips"] > 0).all()
+    none = figures.fleet().frame(site_mw=36, power_scale=2.0)
+    assert (none["feasible"] == 0).all() and (none["chips"] == 0).all()
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda: fleet.JalapenoAssumptions(usd_per_watt_hour_vs_gb200=-1.0), "usd_per_watt_hour_vs_gb200"),
-    (lambda: fleet.JalapenoAssumptions(supply_chips=float("nan")), "supply_chips"),
-    (lambda: fleet.scenario(0.5, 100.0, 80.0), "price_usd_per_kwh"),
-    (lambda: fleet.scenario(0.5, 100.0, -10), "price_usd_per_kwh"),
-    (lambda: fleet.scenario(0.5, 1e9, 0.08), "agent_min_rate"),
+    (lambda: fleet_profiles.JalapenoAssumptions(usd_per_watt_hour_vs_gb200=-1.0), "usd_per_watt_hour_vs_gb200"),
+    (lambda: fleet_profiles.JalapenoAssumptions(supply_chips=float("nan")), "supply_chips"),
+    (lambda: fleet_scenario.scenario(35.0, 80.0), "price_usd_per_kwh"),
+    (lambda: fleet_scenario.scenario(1e9, 0.08), "agent_min_rate"),
+    (lambda: fleet_scenario.scenario(35.0, 0.08, supply={"gb200": -1}), "supply"),
+    (lambda: fleet.Workload("w", 1, 1, 0, 1.0, "no-such-model"), "model"),
 ])
-def test_issue_16_bad_fleet_input_names_the_parameter(call, name):
+def test_bad_fleet_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
 
 
-def test_capacity_includes_a_point_exactly_at_the_target():
-    frontier = fleet.serving.frontier(fleet.MODEL, "gb200", isl=1024.0, osl=1024.0)
-    row = frontier.iloc[3]
-    work = fleet.Workload("w", 1024.0, 1024.0, float(row["tokens_per_s_per_user"]), 1.0)
-    ok = frontier[frontier["tokens_per_s_per_user"] >= row["tokens_per_s_per_user"]]
-    assert fleet.capacity(fleet.MODEL, "gb200", work) == pytest.approx(ok["output_tokens_per_s_per_chip"].max())
-    assert fleet.capacity(fleet.MODEL, "gb200", work) >= row["output_tokens_per_s_per_chip"]
-
-
 def test_the_chapters_reading_of_the_default_plan_holds():
-    # The fleet chapter says, at the figure's defaults (half agent calls at ≥ 100 tokens/s per user,
-    # US$0.08/kWh): chat's NVIDIA chips are B200s, with about a GB200's chat capacity; agent calls'
-    # are GB200s; Jalapeño is the cheapest per token for both workloads; and each scarce Jalapeño chip
-    # saves more on agent calls than on chat, which is where the plan puts nearly all of them.
-    plan = fleet.scenario(0.5, 100.0, 0.08)
-    used = plan[plan["chips"] > 0]
-    nvidia_on = {w: set(g.loc[g["hardware"] != "jalapeno", "hardware"]) for w, g in used.groupby("workload")}
-    assert nvidia_on == {"chat": {"b200"}, "agent": {"gb200"}}
-    workloads = fleet.scenario_workloads(0.5, 100.0)
-    profiles = {h.name: h for h in fleet.nvidia_profiles(fleet.MODEL, workloads)}
-    assert profiles["b200"].capacity["chat"] == pytest.approx(profiles["gb200"].capacity["chat"], rel=0.1)
-    jalapeno = fleet.jalapeno_profile(fleet.MODEL, workloads, fleet.JalapenoAssumptions())
-
-    def usd_per_token(h, w):
-        return fleet.hourly_cost(h, 0.08, catalog.facility_pue()) / h.capacity[w]
-
-    saving = {}
-    for w in ("chat", "agent"):
-        cheapest_nvidia = min(usd_per_token(h, w) for h in profiles.values() if h.capacity[w] > 0)
-        assert usd_per_token(jalapeno, w) < cheapest_nvidia
-        saving[w] = jalapeno.capacity[w] * cheapest_nvidia - fleet.hourly_cost(jalapeno, 0.08, catalog.facility_pue())
-    assert saving["agent"] > saving["chat"] > 0
-    on_agent = used.query("hardware == 'jalapeno' and workload == 'agent'")["chips"].sum()
-    assert on_agent > 0.95 * jalapeno.supply
-    # The few on chat are there only because NVIDIA chips come in whole instances: allowed fractions,
-    # the programme puts every Jalapeño chip on agent calls.
-    relaxed = fleet.scenario(0.5, 100.0, 0.08, integral=False)
-    assert relaxed.query("hardware == 'jalapeno' and workload == 'chat'")["chips"].sum() == pytest.approx(0, abs=1e-6)
+    # The chapter says: every assumed Jalapeño chip is used; DeepSeek R1 runs almost wholly on
+    # GB200s; a budget a per cent below the plan's peak leaves no plan; the relaxation drops the
+    # small-instance chips; a 50 tokens/s agent target costs more.
+    plan = fleet_scenario.scenario(35.0, PRICE)
+    used = plan.groupby("hardware")["chips"].sum()
+    assert used["jalapeno"] == catalog.assumption("jalapeno_supply_chips")
+    r1 = plan.query("model == 'deepseek-r1'")
+    assert r1.query("hardware == 'gb200'")["chips"].sum() > 0.95 * r1["chips"].sum()
+    with pytest.raises(ValueError, match="site_mw"):
+        fleet_scenario.scenario(35.0, PRICE, 0.99 * plan["total_peak_mw"].iloc[0])
+    assert fleet_scenario.scenario(50.0, PRICE)["total_usd_per_hour"].iloc[0] > plan["total_usd_per_hour"].iloc[0]
