@@ -112,7 +112,7 @@ def per_million(usd_per_hour, tokens_per_s, prefill_share, input_fraction) -> di
             "output": (1 - prefill_share) * per_token / (1 - input_fraction) * 1e6}
 
 
-@checks.validated(usd_per_million_tokens=checks.rule(checks.number, exclusive_minimum=0.0, maximum=1e15))
+@checks.validated(usd_per_million_tokens=checks.positive)
 def tokens_per_usd(usd_per_million_tokens):
     """Tokens one US dollar buys: a million over the price of a million."""
     return 1e6 / usd_per_million_tokens
@@ -224,37 +224,53 @@ def rankings(tps_per_kw_a, power_w_a, usd_per_hour_a, tps_per_kw_b, power_w_b, u
             "flip_price_per_watt_ratio": w, "agree": (w > 1) == (cost_ratio < 1)}
 
 
-@checks.validated(tps_per_kw_a=checks.RATE, power_w_a=checks.power_w, purchase_usd_a=PURCHASE,
-                  tps_per_kw_b=checks.RATE, power_w_b=checks.power_w, purchase_usd_b=PURCHASE,
-                  lifetime_years=YEARS, pue=checks.pue, price_usd_per_kwh=checks.price_usd_per_kwh,
-                  overhead_usd_per_hour=USD_PER_HOUR)
-def owned_flip(tps_per_kw_a, power_w_a, purchase_usd_a, tps_per_kw_b, power_w_b, purchase_usd_b,
-               lifetime_years, pue, price_usd_per_kwh, overhead_usd_per_hour) -> dict:
+#: One number each (a pair of chips has one tie, or none).
+ONE_RATE = checks.rule(checks.scalar, minimum=checks.MIN_RATE, maximum=checks.MAX_RATE)
+ONE_POWER = checks.rule(checks.scalar, minimum=checks.MIN_PLAUSIBLE_POWER_W, maximum=checks.MAX_PLAUSIBLE_POWER_W)
+ONE_PURCHASE = checks.rule(checks.scalar, minimum=0.0, maximum=1e9)
+
+
+@checks.validated(tps_per_kw_a=ONE_RATE, power_w_a=ONE_POWER, purchase_usd_a=ONE_PURCHASE,
+                  tps_per_kw_b=ONE_RATE, power_w_b=ONE_POWER, purchase_usd_b=ONE_PURCHASE,
+                  lifetime_years=ONE_YEAR, pue=checks.PUE, price_usd_per_kwh=checks.PRICE,
+                  overhead_usd_per_hour=checks.rule(checks.scalar, minimum=0.0, maximum=1e4))
+def owned_flip(tps_per_kw_a: float, power_w_a: float, purchase_usd_a: float, tps_per_kw_b: float, power_w_b: float,
+               purchase_usd_b: float, lifetime_years: float, pue: float, price_usd_per_kwh: float,
+               overhead_usd_per_hour: float) -> dict:
     """Where owning chips a and b, their cost per token ties (closed forms; each owned chip-hour is
     linear in the price of electricity and in one over the lifetime).
 
     ``flip_price_usd_per_kwh``: the electricity price at which they tie, the other inputs as given;
     above it the cost ranking is the per-watt ranking (at a high enough price electricity is all
     that counts), below it they disagree. ``flip_lifetime_years``: the lifetime at which they tie at
-    the given price; ``agree_longer`` says whether they agree above it. Each is NaN where no
-    positive value makes them tie (they agree or disagree at every value)."""
+    the given price; ``agree_longer`` says whether they agree above it. Each is None where no
+    positive value makes them tie (they agree, or disagree, at every value)."""
     s_a, s_b = tps_per_kw_a * power_w_a / 1000.0, tps_per_kw_b * power_w_b / 1000.0
     e_a, e_b = power_w_a * pue / 1000.0, power_w_b * pue / 1000.0  # US$ per hour per US$/kWh
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fixed_a = purchase_usd_a / (lifetime_years * HOURS_PER_YEAR) + overhead_usd_per_hour
-        fixed_b = purchase_usd_b / (lifetime_years * HOURS_PER_YEAR) + overhead_usd_per_hour
-        price = (fixed_b * s_a - fixed_a * s_b) / (e_a * s_b - e_b * s_a)
-        running_a = overhead_usd_per_hour + e_a * price_usd_per_kwh
-        running_b = overhead_usd_per_hour + e_b * price_usd_per_kwh
-        per_hour = (running_b * s_a - running_a * s_b) / (purchase_usd_a * s_b - purchase_usd_b * s_a)
-        life = 1.0 / (per_hour * HOURS_PER_YEAR)
-        # Long lives leave the running costs: a's running cost per token against b's, against per watt.
-        running_cost_ratio = (running_a / s_a) / (running_b / s_b)
+    fixed_a = purchase_usd_a / (lifetime_years * HOURS_PER_YEAR) + overhead_usd_per_hour
+    fixed_b = purchase_usd_b / (lifetime_years * HOURS_PER_YEAR) + overhead_usd_per_hour
+    running_a = overhead_usd_per_hour + e_a * price_usd_per_kwh
+    running_b = overhead_usd_per_hour + e_b * price_usd_per_kwh
+    price = _positive_root(fixed_b * s_a - fixed_a * s_b, e_a * s_b - e_b * s_a)
+    per_hour = _positive_root(running_b * s_a - running_a * s_b, purchase_usd_a * s_b - purchase_usd_b * s_a)
     w = tps_per_kw_a / tps_per_kw_b
-    return {"per_watt_ratio": w,
-            "flip_price_usd_per_kwh": np.where(np.isfinite(price) & (price > 0), price, np.nan) + 0.0,
-            "flip_lifetime_years": np.where(np.isfinite(life) & (life > 0), life, np.nan) + 0.0,
-            "agree_longer": (w > 1) == (running_cost_ratio < 1)}
+    # Long lives leave the running costs: a's running cost per token against b's, against per watt.
+    longer = (w > 1) == (running_a * s_b < running_b * s_a)
+    return {"per_watt_ratio": w, "flip_price_usd_per_kwh": price,
+            "flip_lifetime_years": None if per_hour is None else 1.0 / (per_hour * HOURS_PER_YEAR),
+            "agree_longer": bool(longer)}
+
+
+def _positive_root(numerator: float, denominator: float) -> float | None:
+    """numerator ÷ denominator where that is a positive finite number, else None."""
+    if denominator == 0:
+        return None
+    root = numerator / denominator
+    return root if np.isfinite(root) and root > 0 else None
+
+
+def _or_nan(value: float | None) -> float:
+    return np.nan if value is None else float(value)
 
 
 def _pairs(points: pd.DataFrame):
@@ -270,7 +286,8 @@ def proxy_table(price_usd_per_kwh: float, lifetime_years: float, overhead_usd_pe
     per watt-hour ratio at InferenceX's prices, whether per watt ranks them as rental cost does, and
     the hourly price of ``a`` at which the rankings would swap, ``b``'s price held (``flip_usd_per_hour_a``,
     from :func:`rankings`' q = w); and, where both have a purchase price, the electricity price and
-    the lifetime at which owning them ties (:func:`owned_flip`)."""
+    the lifetime at which owning them ties (:func:`owned_flip`; NaN where nothing positive does,
+    or a chip has no purchase price)."""
     pue = catalog.assumption("owned_pue") if pue is None else pue
     rows = []
     points = operating_points()
@@ -286,6 +303,6 @@ def proxy_table(price_usd_per_kwh: float, lifetime_years: float, overhead_usd_pe
                          "price_per_watt_ratio": rent["price_per_watt_ratio"], "cost_ratio": rent["cost_ratio"],
                          "agree": bool(rent["agree"]), "usd_per_hour_a": rent_a,
                          "flip_usd_per_hour_a": rent["per_watt_ratio"] * a["power_w"] / b["power_w"] * rent_b,
-                         "owned_flip_price_usd_per_kwh": float(owned.get("flip_price_usd_per_kwh", np.nan)),
-                         "owned_flip_lifetime_years": float(owned.get("flip_lifetime_years", np.nan))})
+                         "owned_flip_price_usd_per_kwh": _or_nan(owned.get("flip_price_usd_per_kwh")),
+                         "owned_flip_lifetime_years": _or_nan(owned.get("flip_lifetime_years"))})
     return pd.DataFrame(rows)
