@@ -339,11 +339,11 @@ def per_watt_ex_owned_price(low: float = 0.08, high: float = 0.16) -> dict:
 
 
 def per_watt_ex_break_even() -> dict:
-    """The GB200 rent at which a B200 at its InferenceX price serves DeepSeek R1 as cheaply, at the busy end."""
+    """The GB200 rent at which a B200 at its InferenceX price serves DeepSeek R1 as cheaply, at the interactive end."""
     from perwatt import cost
     row = cost.proxy_table(catalog.assumption("electricity_price_usd_per_kwh"), catalog.assumption(
         "owned_lifetime_years"), catalog.assumption("owned_overhead_usd_per_chip_hour")).set_index(
-        ["end", "a", "b"]).loc[("peak", "gb200", "b200")]
-    return {"w": row["per_watt_ratio"], "rent": row["usd_per_hour_a"], "flip": row["flip_usd_per_hour_a"],
+        ["end", "a", "b"]).loc[("interactive", "gb200", "b200")]
+    return {"w": row["per_watt_ratio"], "rent": row["usd_per_hour_a"], "target": cost.INTERACTIVE_TARGET, "flip": row["flip_usd_per_hour_a"],
             "b200_rent": cost.rental_usd_per_hour("b200"), "margin_pct": (row["flip_usd_per_hour_a"] /
                                                                          row["usd_per_hour_a"] - 1) * 100}
