@@ -58,7 +58,7 @@ def _draw(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
 @figure
 def token_cost() -> InteractiveFigure:
     """Dot plot on a logarithmic axis: US dollars per million tokens (input and output together) for
-    each chip the frontier chapter models with a price, at the busiest point of its modelled curve and
+    each chip the serving-model chapter covers that has a price, at the busiest point of its modelled curve and
     at the interactive target, on the chosen pricing basis: InferenceX's rental prices, one hourly
     price of your own for every chip, or owning the chip (purchase price over its lifetime, electricity
     and an operations overhead)."""
