@@ -326,3 +326,24 @@ def prefill_ex_long(prefill: str = "b200", decode: str = "gb200", target: float 
                     for w in (catalog.table_workload(), disagg.LONG))
     return {"target": target, "isl": disagg.lengths(disagg.LONG)[0], "share_short_pct": short["prefill_share"] * 100,
             "share_long_pct": long_["prefill_share"] * 100, "usd_ratio": long_["usd"] / short["usd"]}
+
+
+def per_watt_ex_owned_price(low: float = 0.08, high: float = 0.16) -> dict:
+    """Owning a B200 at the busy end: how much doubling the electricity price raises its cost per token."""
+    from perwatt import cost
+    life, overhead = (catalog.assumption(n) for n in ("owned_lifetime_years", "owned_overhead_usd_per_chip_hour"))
+    at = {p: cost.token_costs("owned", 2.5, p, life, overhead).set_index(["system", "end"]).loc[("b200", "peak")]
+          for p in (low, high)}
+    return {"low": low, "high": high, "share_pct": at[low]["electricity_share"] * 100,
+            "rise_pct": (at[high]["usd_per_million_tokens"] / at[low]["usd_per_million_tokens"] - 1) * 100}
+
+
+def per_watt_ex_break_even() -> dict:
+    """The GB200 rent at which a B200 at its InferenceX price serves DeepSeek R1 as cheaply, at the interactive end."""
+    from perwatt import cost
+    row = cost.proxy_table(catalog.assumption("electricity_price_usd_per_kwh"), catalog.assumption(
+        "owned_lifetime_years"), catalog.assumption("owned_overhead_usd_per_chip_hour")).set_index(
+        ["end", "a", "b"]).loc[("interactive", "gb200", "b200")]
+    return {"w": row["per_watt_ratio"], "rent": row["usd_per_hour_a"], "target": cost.INTERACTIVE_TARGET, "flip": row["flip_usd_per_hour_a"],
+            "b200_rent": cost.rental_usd_per_hour("b200"), "margin_pct": (row["flip_usd_per_hour_a"] /
+                                                                         row["usd_per_hour_a"] - 1) * 100}

@@ -266,7 +266,8 @@ CACHE_ARGUMENTS = {"_profiles": ("gpt-oss-120b",), "_load_curve": (1,), "_model_
                    "_sourced_point": ("gpt-oss-120b", "gb200", 1024.0, 1024.0, 20.0, 1200.0),
                    "_solved": ("gpt-oss-120b", 10000.0, 192.0),
                    "_jalapeno_point": ("gpt-oss-120b", 10000.0, 192.0, 1024.0, 1024.0, 20.0),
-                   "_phases": ("gpt-oss-120b", "h100", 1024.0, 1024.0)}
+                   "_phases": ("gpt-oss-120b", "h100", 1024.0, 1024.0),
+                   "_points": ("deepseek-r1", ("h100",))}
 
 
 def test_every_cached_function_is_registered_and_clear_cache_empties_them_all():

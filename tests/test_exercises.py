@@ -302,3 +302,24 @@ def test_prefill_long():
     assert answers["isl"] == catalog.assumption("long_context_isl_tokens")
     assert 0 < answers["share_short_pct"] < answers["share_long_pct"] < 100
     assert answers["usd_ratio"] > 1
+
+
+def test_per_watt_owned_price():
+    # Owning a B200: US$35,000 over 5 × 8,760 h, 1 kW × PUE 1.3 × price, US$0.30 overhead. Doubling the
+    # price from 0.08 adds 1.3 × 0.08 an hour to every token's hour, whatever the tokens per hour.
+    answers = exercises.per_watt_ex_owned_price()
+    hour = 35_000 / (5 * 8760) + 1.3 * 0.08 + 0.3
+    assert answers["rise_pct"] == pytest.approx(1.3 * 0.08 / hour * 100, rel=1e-9)
+    assert answers["share_pct"] == pytest.approx(1.3 * 0.08 / hour * 100, rel=1e-9)
+    assert answers["rise_pct"] < 10  # the exercise's answer: less than a tenth
+
+
+def test_per_watt_break_even():
+    # q = w: the GB200's rent per watt would have to be w times the B200's, US$1.95 per 1 kW.
+    answers = exercises.per_watt_ex_break_even()
+    # At 50 tokens/s per user or faster: the most tokens per kW either chip's frontier reaches there.
+    w = (crosschip.best_at(crosschip.frontier("deepseek-r1", roofline.chip("gb200")), 50.0)[0]
+         / crosschip.best_at(crosschip.frontier("deepseek-r1", roofline.chip("b200")), 50.0)[0])
+    assert answers["w"] == pytest.approx(w, rel=1e-12)
+    assert answers["flip"] == pytest.approx(w * 1.2 / 1.0 * 1.95, rel=1e-12)
+    assert answers["rent"] == 2.21 and answers["flip"] > answers["rent"]

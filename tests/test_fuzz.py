@@ -31,9 +31,10 @@ from hypothesis.extra.numpy import arrays
 from perwatt import (accounting, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
                      parallel, power, roofline, serving, specs, speculative)
 from perwatt import amdahl, disagg, fleet_profiles, fleet_scenario
+from perwatt import cost
 
 MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
-           load, fleet, crosschip, bands, inverse, fleet_profiles, fleet_scenario, disagg, amdahl)
+           load, fleet, crosschip, bands, inverse, fleet_profiles, fleet_scenario, disagg, amdahl, cost)
 #: Public callables left out, each with the reason.
 SKIP = {
     "fleet_scenario.sensitivity": "runs eighteen scenarios (half a minute a call); its arguments are "
@@ -266,6 +267,22 @@ GOOD = {
     "amdahl.fraction_needed": dict(gain=1.2, speedup=1.8),
     "amdahl.reported_speedups": dict(claim_id="ai-kernels"),
     "amdahl.kernel_fraction": dict(model="gpt-oss-120b", accelerator="gb200", batch=64, context=8704.0, chips=1),
+    "cost.rental_usd_per_hour": dict(accelerator="gb200"),
+    "cost.purchase_usd": dict(accelerator="b200"),
+    "cost.electricity_usd_per_hour": dict(power_w=1200.0, pue=1.3, price_usd_per_kwh=0.08),
+    "cost.owned_usd_per_hour": dict(purchase_usd=35_000.0, lifetime_years=5.0, power_w=1000.0, pue=1.3,
+                                    price_usd_per_kwh=0.08, overhead_usd_per_hour=0.3),
+    "cost.per_million": dict(usd_per_hour=2.21, tokens_per_s=10_000.0, prefill_share=0.3, input_fraction=0.89),
+    "cost.tokens_per_usd": dict(usd_per_million_tokens=0.05),
+    "cost.operating_points": dict(model="deepseek-r1", systems=["h100"]),
+    "cost.token_costs": dict(basis="owned", custom_usd_per_hour=2.0, price_usd_per_kwh=0.08, lifetime_years=5.0,
+                             overhead_usd_per_hour=0.3, pue=1.3, model="deepseek-r1", systems=["h100", "b200"]),
+    "cost.rankings": dict(tps_per_kw_a=9000.0, power_w_a=1200.0, usd_per_hour_a=2.21, tps_per_kw_b=7500.0,
+                          power_w_b=1000.0, usd_per_hour_b=1.95),
+    "cost.owned_flip": dict(tps_per_kw_a=7500.0, power_w_a=1000.0, purchase_usd_a=35_000.0, tps_per_kw_b=2900.0,
+                            power_w_b=700.0, purchase_usd_b=27_500.0, lifetime_years=5.0, pue=1.3,
+                            price_usd_per_kwh=0.08, overhead_usd_per_hour=0.3),
+    "cost.proxy_table": dict(price_usd_per_kwh=0.08, lifetime_years=5.0, overhead_usd_per_hour=0.3, pue=1.3),
 }
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
@@ -294,6 +311,7 @@ MAY_BE_NAN = {
     "disagg.kv_transfer_s": {"result"},
     "disagg.disaggregated": {"transfer_s", "ttft_s"},
     "disagg.comparison": {"transfer_s", "ttft_s"},
+    "cost.proxy_table": {"owned_flip_price_usd_per_kwh", "owned_flip_lifetime_years"},  # no tie, or no purchase price
 }
 #: Functions that broadcast their numeric arguments elementwise: the result has their shape.
 ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {
