@@ -39,6 +39,7 @@ from perwatt.roofline import DEFAULTS, Assumptions, chip, chips_needed, model_sp
 BISECTIONS = 32
 STEPS = checks.rule(checks.integer, maximum=10_000)
 LENGTH = checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS)
+HELD = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)  # tokens a session's cache holds
 SHARE = checks.rule(checks.optional, checks.fraction)
 LOOP = dict(model=checks.TEXT, accelerator=checks.TEXT, sessions=checks.BATCH, steps=STEPS, tool_s=checks.SECONDS,
             initial_context=checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS),
@@ -57,6 +58,7 @@ def _price_per_chip_hour(accelerator: str) -> float:
 SIZED_FOR = 32
 
 
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, context=HELD)
 def instance_chips(model: str, accelerator: str, context: float) -> int:
     """The smallest power of two of chips that holds the weights and :data:`SIZED_FOR` sessions at
     ``context`` tokens, tensor parallel: the instance the loop runs on unless told otherwise."""
@@ -64,6 +66,8 @@ def instance_chips(model: str, accelerator: str, context: float) -> int:
     return int(2 ** np.ceil(np.log2(need)))
 
 
+@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, chips=checks.rule(checks.integer, maximum=checks.MAX_CHIPS),
+                  context=HELD, assumptions=checks.kind(Assumptions))
 def session_capacity(model: str, accelerator: str, chips: int, context: float,
                      assumptions: Assumptions = DEFAULTS) -> int:
     """How many sessions' caches at ``context`` tokens fit beside the weights on the instance."""
@@ -166,3 +170,53 @@ def per_watt_error(model: str, accelerator: str, sessions, steps: int, tool_s, i
     estimate_usd = per_token_usd * task["output_tokens"]
     return {**task, "estimate_energy_j": estimate_j, "estimate_cost_usd": estimate_usd,
             "energy_ratio": task["energy_j"] / estimate_j, "cost_ratio": task["cost_usd"] / estimate_usd}
+
+
+def simulate_closed_loop(sessions: int, *, step_time_s, prefill_s: float, output_tokens: int, tool_s: float,
+                         calls: int = 4000, warmup: int = 400, seed: int = 0) -> dict:
+    """A closed loop run call by call, to check :func:`closed_loop`'s mean-value solution against.
+
+    ``sessions`` sessions each alternate a call (prefilled in ``prefill_s`` seconds, which stalls the
+    running batch, then ``output_tokens`` decode steps of ``step_time_s[b]`` seconds at batch ``b``)
+    and a tool of exponentially distributed length, mean ``tool_s``. Deterministic per seed. Returns
+    calls completed per second and the mean cycle (s, from one call's start to the next's) after
+    the warm-up calls, and the mean batch decoding."""
+    sessions = checks.integer("sessions", sessions, maximum=4096)
+    output_tokens = checks.integer("output_tokens", output_tokens, maximum=100_000)
+    prefill_s = checks.scalar("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    tool_s = checks.scalar("tool_s", tool_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    calls, warmup = checks.integer("calls", calls, minimum=2, maximum=1_000_000), checks.integer("warmup", warmup, minimum=0)
+    if warmup >= calls:
+        raise ValueError(f"warmup must be fewer than calls ({calls}), got {warmup}")
+    if calls * output_tokens > checks.MAX_SIMULATED_TOKENS:
+        raise ValueError(f"calls × output_tokens must be at most {checks.MAX_SIMULATED_TOKENS:,} decode steps to "
+                         f"simulate, got {calls * output_tokens:,}")
+    step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
+    if step.shape != (sessions + 1,):
+        raise ValueError(f"step_time_s must give one time per batch 0..sessions ({sessions}), got shape {step.shape}")
+    rng = np.random.default_rng(checks.integer("seed", seed, minimum=0))
+    draw = (lambda size=None: rng.exponential(tool_s, size)) if tool_s > 0 else (lambda size=None: np.zeros(() if size is None else size))
+    ready = np.asarray(draw(sessions), dtype=float)  # when each session's tool returns
+    in_call = np.zeros(sessions, dtype=bool)
+    remaining = np.zeros(sessions, dtype=int)
+    last_start = np.full(sessions, np.nan)
+    cycles, ends, clock, batch_time, decode_time = [], [], 0.0, 0.0, 0.0
+    while len(ends) < calls:
+        joining = ~in_call & (ready <= clock)
+        if not joining.any() and not in_call.any():
+            clock = float(ready.min())  # every session is in a tool: idle until the first returns
+            continue
+        for s in np.flatnonzero(joining):
+            if len(ends) >= warmup and not np.isnan(last_start[s]):
+                cycles.append(ready[s] - last_start[s])
+            last_start[s], remaining[s], in_call[s] = ready[s], output_tokens, True
+        running = int(in_call.sum())
+        clock += joining.sum() * prefill_s + step[running]
+        batch_time, decode_time = batch_time + running * step[running], decode_time + step[running]
+        remaining[in_call] -= 1
+        for s in np.flatnonzero(in_call & (remaining == 0)):
+            ends.append(clock)
+            ready[s], in_call[s] = clock + float(draw()), False
+    times = np.array(ends[warmup:])
+    return {"calls_per_s": (len(times) - 1) / (times[-1] - times[0]), "cycle_s": float(np.mean(cycles)),
+            "batch": batch_time / decode_time}

@@ -263,7 +263,8 @@ def _cached_functions() -> list:
 #: Arguments to fill the cache of each cached function that takes some (by name).
 CACHE_ARGUMENTS = {"_profiles": ("gpt-oss-120b",), "_load_curve": (1,), "_model_spec": ("llama-3.1-8b",),
                    "_chip": ("h100",), "_terms": ("gpt-oss-120b", "as_released"), "_refit_by_chip": ("layer_latency_us",), "_capacity": ("gpt-oss-120b", "gb200", 1024.0, 1024.0, 20.0),
-                   "_best_point": ("gpt-oss-120b", "gb200", 1024.0, 1024.0, 20.0)}
+                   "_best_point": ("gpt-oss-120b", "gb200", 1024.0, 1024.0, 20.0),
+                   "_price_per_chip_hour": ("gb200",), "_loop_grid": ("gpt-oss-120b", 5, True)}
 
 
 def test_every_cached_function_is_registered_and_clear_cache_empties_them_all():

@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from perwatt import (accounting, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
+from perwatt import (accounting, agent_loop, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
                      parallel, power, roofline, serving, specs, speculative)
 
 MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
-           load, fleet, crosschip, bands, inverse)
+           load, fleet, crosschip, bands, inverse, agent_loop)
 #: Public callables left out, each with the reason.
 SKIP = {
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
@@ -235,6 +235,14 @@ GOOD = {
     "fleet.scenario_workloads": dict(agent_share=0.25, agent_min_rate=100.0),
     "fleet.scenario": dict(agent_share=0.25, agent_min_rate=100.0, price_usd_per_kwh=0.08, assumptions=None,
                            integral=True),
+    "agent_loop.instance_chips": dict(model="deepseek-r1", accelerator="gb200", context=17000.0),
+    "agent_loop.session_capacity": dict(model="gpt-oss-120b", accelerator="gb200", chips=1, context=17000.0),
+    "agent_loop.closed_loop": dict(model="gpt-oss-120b", accelerator="gb200", sessions=8, steps=3, tool_s=2.0,
+                                   initial_context=2000.0, context_growth=500.0, output_tokens=200.0),
+    "agent_loop.per_watt_error": dict(model="gpt-oss-120b", accelerator="gb200", sessions=8, steps=3, tool_s=2.0,
+                                      initial_context=2000.0, context_growth=500.0, output_tokens=200.0),
+    "agent_loop.simulate_closed_loop": dict(sessions=2, step_time_s=np.array([0.0, 0.01, 0.012]), prefill_s=0.05,
+                                            output_tokens=4, tool_s=0.1, calls=40, warmup=4),
 }
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
