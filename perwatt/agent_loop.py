@@ -193,7 +193,7 @@ def simulate_closed_loop(sessions: int, *, step_time_s, prefill_s: float, output
                          f"simulate, got {calls * output_tokens:,}")
     step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     if step.shape != (sessions + 1,):
-        raise ValueError(f"step_time_s must give one time per batch 0..sessions ({sessions}), got shape {step.shape}")
+        raise ValueError(f"step_time_s must give one time per batch from 0 to sessions ({sessions}), got shape {step.shape}")
     rng = np.random.default_rng(checks.integer("seed", seed, minimum=0))
     draw = (lambda size=None: rng.exponential(tool_s, size)) if tool_s > 0 else (lambda size=None: np.zeros(() if size is None else size))
     ready = np.asarray(draw(sessions), dtype=float)  # when each session's tool returns
