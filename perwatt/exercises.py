@@ -302,3 +302,33 @@ def fleet_ex_supply(supply: float = 100_000) -> dict:
     plan = fleet.scenario(share, target, price, fleet.JalapenoAssumptions(supply_chips=supply))
     return {"supply": supply, "nv": plan.query("hardware != 'jalapeno'")["chips"].sum(),
             "total": plan["total_usd_per_hour"].iloc[0]}
+
+
+def _waiting(model: str = "deepseek-r1", steps: int = 10, hold: bool = True, measure: str = "energy"):
+    """The waiting-agents figure's ratios at its default power shares, indexed by sessions and tool time."""
+    d = figures.waiting_agents().defaults()
+    frame = figures.waiting_agents_frame(model, steps, hold, d["idle_fraction"], d["active_fraction"], measure)
+    return frame.set_index(["sessions", "tool_s"])
+
+
+def agents_ex_wait(sessions: int = 8, tool_s: float = 30.0) -> dict:
+    """Predict-then-check: the per-watt figure's error on a task with no tools and with long ones."""
+    energy, cost = _waiting()["ratio"], _waiting(measure="cost")["ratio"]
+    return {"sessions": sessions, "tool": tool_s, "energy_0": energy[(sessions, 0)],
+            "energy_t": energy[(sessions, tool_s)], "cost_t": cost[(sessions, tool_s)]}
+
+
+def agents_ex_sessions(tool_s: float = 30.0, limit: float = 2.0) -> dict:
+    """The fewest sessions on the figure's grid whose task energy stays within ``limit`` × the estimate."""
+    ratio = _waiting()["ratio"].xs(tool_s, level="tool_s")
+    served = _waiting()["sessions_served"].xs(tool_s, level="tool_s")
+    return {"tool": tool_s, "limit": limit, "fewest": int(ratio[ratio < limit].index.min()),
+            "ratio": float(ratio[ratio < limit].iloc[0]), "most": int(ratio.index.max()),
+            "most_served": int(served.iloc[-1])}
+
+
+def agents_ex_hold(sessions: int = 128, tool_s: float = 10.0) -> dict:
+    """Energy per task with caches held through tools and with caches dropped (DeepSeek R1, ten calls)."""
+    held, dropped = (_waiting(hold=h)["ratio"][(sessions, tool_s)] for h in (True, False))
+    return {"sessions": sessions, "tool": tool_s, "held": held, "dropped": dropped,
+            "served": int(_waiting()["sessions_served"][(sessions, tool_s)])}

@@ -266,3 +266,24 @@ def test_prefill_gap():
     assert not answers["high_reachable"] and answers["most"] < 4.1
     assert best(1000.0) / best(1.0) == pytest.approx(answers["most"], rel=1e-12)
     assert answers["share_high"] == pytest.approx(1 / 4.1)
+
+
+def test_agents_waiting_ratios_come_from_the_closed_loop():
+    from perwatt import agent_loop
+    drawn = catalog.lengths()
+    answers = exercises.agents_ex_wait()
+    direct = agent_loop.per_watt_error("deepseek-r1", "gb200", 8, 10, np.array([0.0, 30.0]), drawn.isl_mean, 1000.0,
+                                       drawn.osl_mean)
+    assert answers["energy_0"] == pytest.approx(direct["energy_ratio"][0], rel=1e-9)
+    assert answers["energy_t"] == pytest.approx(direct["energy_ratio"][1], rel=1e-9)
+    assert answers["cost_t"] == pytest.approx(direct["cost_ratio"][1], rel=1e-9)
+    assert abs(answers["energy_0"] - 1) < 0.05 < answers["energy_t"] - 1 < answers["cost_t"] - 1
+
+
+def test_agents_sessions_and_holding():
+    sessions = exercises.agents_ex_sessions()
+    ratios = exercises._waiting()["ratio"].xs(30.0, level="tool_s")
+    assert ratios[sessions["fewest"]] < 2 and (ratios[ratios.index < sessions["fewest"]] >= 2).all()
+    assert sessions["most_served"] < sessions["most"]  # held caches cap the sessions one instance serves
+    hold = exercises.agents_ex_hold()
+    assert hold["served"] < hold["sessions"] and hold["dropped"] < hold["held"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from perwatt.figures import per_watt, benchmark_tables, prefill_decode  # noqa: F401  # isort: skip
 from perwatt.figures import speculative_decoding, agent_workloads, fleet_choices  # noqa: F401  # isort: skip
 from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
+from perwatt.figures.agent_workloads import waiting_agents_frame  # noqa: F401
 from perwatt.figures.kit import REGISTRY
 # Recomputed in the page from shipped terms (perwatt.computed), so not among all_figures' grids.
 from perwatt.figures.cross_chip import per_watt_frontier  # noqa: F401
