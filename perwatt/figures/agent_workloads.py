@@ -138,7 +138,7 @@ LOOP_MODELS = ("gpt-oss-120b", "deepseek-r1")
 LOOP_ACCELERATOR = "gb200"
 #: Concurrent sessions drawn as lines, tool seconds along the axis, and the task shape around them.
 LOOP_SESSIONS = (1, 8, 32, 128)
-LOOP_TOOLS = (0, 1, 2, 5, 10, 20, 30, 60)
+LOOP_TOOLS = (0, 2, 5, 10, 30, 60)
 LOOP_STEPS = (5, 10, 25)
 LOOP_GROWTH = 1000
 IDLE_SHARES_LOOP = (0.0, 0.2, 0.4)
