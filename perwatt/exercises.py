@@ -307,7 +307,8 @@ def fleet_ex_supply(supply: float = 100_000) -> dict:
 def _waiting(model: str = "deepseek-r1", steps: int = 10, hold: bool = True, measure: str = "energy"):
     """The waiting-agents figure's ratios at its default power shares, indexed by sessions and tool time."""
     d = figures.waiting_agents().defaults()
-    frame = figures.waiting_agents_frame(model, steps, hold, d["idle_fraction"], d["active_fraction"], measure)
+    frame = figures.waiting_agents_frame(model, steps, "held" if hold else "dropped", d["idle_fraction"],
+                                         d["active_fraction"], measure)
     return frame.set_index(["sessions", "tool_s"])
 
 

@@ -164,10 +164,13 @@ def _loop_grid(model: str, steps: int, hold: bool) -> pd.DataFrame:
     return frame
 
 
-def waiting_agents_frame(model: str, steps: int, hold: bool, idle_fraction: float, active_fraction: float,
+def waiting_agents_frame(model: str, steps: int, cache: str, idle_fraction: float, active_fraction: float,
                          measure: str) -> pd.DataFrame:
-    """Task ÷ single-round per-watt estimate, per sessions and tool time, for one setting."""
-    grid = _loop_grid(model, int(steps), bool(hold))
+    """Task ÷ single-round per-watt estimate, per sessions and tool time, for one setting; ``cache``
+    is ``"held"`` (kept through tools) or ``"dropped"``."""
+    if cache not in ("held", "dropped"):
+        raise ValueError(f"cache must be 'held' or 'dropped', got {cache!r}")
+    grid = _loop_grid(model, int(steps), cache == "held")
     chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
     frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
     frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
@@ -200,7 +203,7 @@ def waiting_agents() -> InteractiveFigure:
             Control("model", "Model:", LOOP_MODELS, "deepseek-r1", "radio",
                     tuple(catalog.label(pd.DataFrame({"model": LOOP_MODELS}))["model_label"])),
             Control("steps", "Model calls per task:", LOOP_STEPS, 10, "select"),
-            Control("hold", "During tools, the cache is:", (True, False), True, "radio", ("held", "dropped")),
+            Control("cache", "During tools, the cache is:", ("held", "dropped"), "held", "radio"),
             Control("idle_fraction", "Idle draw, share of rating (assumed):", IDLE_SHARES_LOOP,
                     catalog.assumption("idle_power_fraction"), "select"),
             Control("active_fraction", "Busy draw, share of rating (assumed):", ACTIVE_SHARES,
