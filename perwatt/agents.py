@@ -9,7 +9,8 @@ time per output token (TPOT) and its energy per processed token:
 * task latency = Σ (uncached prompt tokens × prefill s/token + output tokens × TPOT) + tool time;
 * task energy = (uncached prompt tokens + output tokens) summed over calls × J/token.
 
-One serving instance under load is :mod:`perwatt.load`.
+One serving instance under load is :mod:`perwatt.load`; sessions that wait for tools in a closed
+loop, holding their caches, are :mod:`perwatt.agent_loop`.
 """
 
 from __future__ import annotations

@@ -13,9 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from perwatt import (accounting, agents, bands, benchmark, calibration, catalog, data, figures, fleet_profiles,
+from perwatt import (accounting, bands, benchmark, calibration, catalog, data, figures, fleet_profiles,
                      fleet_scenario, inverse, metrics, roofline, serving, speculative)
 from perwatt import amdahl, disagg
+from perwatt.exercises_agents import (agents_ex_cache, agents_ex_hold, agents_ex_minute,  # noqa: F401
+                                      agents_ex_sessions, agents_ex_tail, agents_ex_tools, agents_ex_wait)
 
 
 def per_watt_ex_predict(jalapeno_power_w: float = 1000.0) -> dict:
@@ -202,51 +204,6 @@ def spec_ex_profile(drafts: int = 3) -> dict:
             "both": float(profile[1]), "third": float(profile[2]), "alpha": alpha,
             "independent": float(speculative.expected_tokens(alpha, drafts)),
             "independent_both": alpha ** 2}
-
-
-def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
-    """The answer to the chapter's cache prompt: how far each system's task latency falls when the prefix-cache hit rate rises from cold to warm."""
-    d = figures.agent_task().defaults()
-
-    def latency(hit: float):
-        return agents.task_comparison(figures.AGENT_MODEL, d["steps"], d["context_growth"], hit,
-                                      d["tool_s"]).set_index("system")["latency_s"]
-
-    drop = latency(cold) - latency(warm)
-    return {"cold": cold, "warm": warm, "drop_jal": drop["jalapeno"], "drop_base": drop["gb300"]}
-
-
-def agents_ex_tools(tool_lo: float = 0.0, tool_hi: float = 10.0) -> dict:
-    """The task-latency advantage with no tool time and with ``tool_hi`` seconds between calls."""
-    d = figures.agent_task().defaults()
-
-    def task(tool_s: float) -> pd.DataFrame:
-        return agents.task_comparison(figures.AGENT_MODEL, d["steps"], d["context_growth"], d["cache_hit"],
-                                      tool_s).set_index("system")
-
-    lo, hi = task(tool_lo), task(tool_hi)
-    return {"tool_lo": tool_lo, "tool_hi": tool_hi,
-            "adv_lo": lo["latency_advantage"].iloc[0], "adv_hi": hi["latency_advantage"].iloc[0],
-            "tools_total": hi["tool_total_s"].iloc[0],
-            "gap_s": hi.loc["gb300", "latency_s"] - hi.loc["jalapeno", "latency_s"]}
-
-
-def agents_ex_minute(output_tokens: int = 1024, gap_s: float = 60.0) -> dict:
-    """Calls a DeepSeek R1 task needs before the decode-time gap passes ``gap_s``."""
-    p = agents.profiles(figures.AGENT_MODEL)
-    per_call = output_tokens * (p["gb300"].tpot_s - p["jalapeno"].tpot_s)
-    return {"output_tokens": output_tokens, "gap_s": gap_s, "per_call": per_call,
-            "calls": int(np.floor(gap_s / per_call)) + 1}
-
-
-def agents_ex_tail(p99_limit_s: float = 5.0, caps: tuple[int, int] = (1, 16)) -> dict:
-    """The highest arrival rate on the figure's grid with p99 under the limit, for two batch caps."""
-    idle = catalog.assumption("idle_power_fraction")
-    out = {"limit": p99_limit_s, "cap_lo": caps[0], "cap_hi": caps[1]}
-    for key, cap in (("rate_lo", caps[0]), ("rate_hi", caps[1])):
-        curve = figures.serving_load_frame(cap, figures.serving_load().defaults()["arrival_rate"], idle)
-        out[key] = float(curve.loc[curve["p99_s"] < p99_limit_s, "rate_rps"].max())
-    return out
 
 
 def _fleet_defaults() -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perwatt import agents, load
@@ -210,3 +210,85 @@ def test_the_simulated_instance_is_latency_bound_alone_and_memory_bound_batched(
 
     assert step(specs.Assumptions(compute_efficiency=1.0)) == pytest.approx(step(specs.DEFAULTS), rel=1e-9)
     assert step(specs.Assumptions(bandwidth_efficiency=1.0)) < 0.8 * step(specs.DEFAULTS)
+
+
+# --- Agents that wait: the closed loop (perwatt.agent_loop) -----------------------------------
+
+from perwatt import agent_loop, catalog, parallel, roofline  # noqa: E402
+
+LOOP_MODELS = ("gpt-oss-120b", "deepseek-r1")
+
+
+@pytest.mark.parametrize("model", LOOP_MODELS)
+def test_energy_per_task_matches_the_closed_form_without_tools(model):
+    # With no tool time every session is always in a call (b = N) and the chip is always busy, so
+    # one task's energy is the rated power × the busy share × the task's calls × one call's time ÷ N.
+    n, c0, g, osl, chips = 4, 2000.0, 500.0, 100.0, 8
+    spec, device = roofline.model_spec(model), roofline.chip("gb200")
+    contexts = np.array([2000.0, 2500.0, 3000.0])
+    prefills = [parallel.pass_time(spec, device, 1, 0.0, chips, 1, False, 2000.0, "prefill")["total"],
+                parallel.pass_time(spec, device, 1, 2000.0, chips, 1, False, 500.0, "prefill")["total"],
+                parallel.pass_time(spec, device, 1, 2500.0, chips, 1, False, 500.0, "prefill")["total"]]
+    p_mean = float(np.mean(prefills))
+    steps_s = [float(parallel.pass_time(spec, device, n, c + osl / 2, chips, 1, False, 1, "decode")["total"])
+               for c in contexts]
+    tpot = np.mean(steps_s) + n * p_mean / osl
+    call = p_mean + osl * tpot
+    energy = chips * 1200.0 * 0.5 * 3 * call / n
+    rent = chips * 2.21 * 3 * call / n / 3600
+    out = agent_loop.closed_loop(model, "gb200", n, 3, 0.0, c0, g, osl, True, chips, 0.2, 0.5)
+    assert float(out["batch"]) == pytest.approx(n, rel=1e-6)
+    assert float(out["busy_fraction"]) == pytest.approx(1.0)
+    assert float(out["tpot_s"]) == pytest.approx(tpot, rel=1e-6)
+    assert float(out["energy_j"]) == pytest.approx(energy, rel=1e-6)
+    assert float(out["cost_usd"]) == pytest.approx(rent + energy / 3.6e6 * 0.08, rel=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(LOOP_MODELS), st.integers(1, 64), st.integers(1, 20), st.booleans(),
+       st.lists(st.floats(0, 120), min_size=2, max_size=6))
+def test_energy_and_cost_per_task_never_fall_as_tools_take_longer(model, sessions, steps, hold, tools):
+    tools = np.sort(np.array(tools))
+    out = agent_loop.closed_loop(model, "gb200", sessions, steps, tools, 4000.0, 800.0, 500.0, hold)
+    assert np.all(np.diff(out["energy_j"]) >= -1e-9 * out["energy_j"][:-1])
+    assert np.all(np.diff(out["cost_usd"]) >= -1e-9 * out["cost_usd"][:-1])
+    assert np.all(np.diff(out["calls_per_s"]) <= 1e-9 * out["calls_per_s"][:-1])  # a longer think time, fewer calls
+
+
+@pytest.mark.parametrize("model", LOOP_MODELS)
+def test_closed_loop_obeys_littles_law_and_agrees_with_a_simulation(model):
+    n, c0, osl, tool, chips = 12, 2000.0, 48, 2.0, agent_loop.instance_chips(model, "gb200", 2048.0)
+    # Two calls of one length, cache dropped: every call is alike, and the mean tool gap is tool.
+    loop = agent_loop.closed_loop(model, "gb200", n, 2, 2 * tool, c0, 0.0, osl, False, chips)
+    assert float(loop["calls_per_s"] * loop["cycle_s"]) == pytest.approx(n)
+    spec, device = roofline.model_spec(model), roofline.chip("gb200")
+    batch = np.maximum(np.arange(n + 1.0), 1.0)
+    step = parallel.pass_time(spec, device, batch, c0 + osl / 2, chips, 1, False, 1, "decode")["total"]
+    prefill = float(parallel.pass_time(spec, device, 1, 0.0, chips, 1, False, c0, "prefill")["total"])
+    sim = agent_loop.simulate_closed_loop(n, step_time_s=step, prefill_s=prefill, output_tokens=osl, tool_s=tool,
+                                          calls=1500, warmup=150, seed=3)
+    assert sim["calls_per_s"] * sim["cycle_s"] == pytest.approx(n, rel=0.03)  # Little's law in the simulation
+    assert float(loop["calls_per_s"]) == pytest.approx(sim["calls_per_s"], rel=0.06)
+
+
+@pytest.mark.parametrize("model", LOOP_MODELS)
+def test_a_single_round_task_is_the_per_watt_estimate(model):
+    drawn = catalog.lengths()
+    out = agent_loop.per_watt_error(model, "gb200", np.array([1, 16, 64]), 1, 0.0, drawn.isl_mean, 0.0,
+                                    drawn.osl_mean)
+    assert out["energy_ratio"] == pytest.approx(1.0)
+    assert out["cost_ratio"] == pytest.approx(1.0)
+    waited = agent_loop.per_watt_error(model, "gb200", 8, 10, 30.0, drawn.isl_mean, 1000.0, drawn.osl_mean)
+    assert float(waited["energy_ratio"]) > 1.5 and float(waited["cost_ratio"]) > float(waited["energy_ratio"])
+
+
+def test_holding_caches_caps_the_sessions_an_instance_serves():
+    held = agent_loop.closed_loop("deepseek-r1", "gb200", 512, 10, 5.0, 8000.0, 1000.0, 1000.0, True)
+    dropped = agent_loop.closed_loop("deepseek-r1", "gb200", 512, 10, 5.0, 8000.0, 1000.0, 1000.0, False)
+    assert float(held["sessions_served"]) == float(held["capacity"]) < 512
+    assert float(dropped["sessions_served"]) == 512
+
+
+def test_idle_draw_above_busy_draw_is_refused():
+    with pytest.raises(ValueError, match="idle_fraction"):
+        agent_loop.closed_loop("gpt-oss-120b", "gb200", 4, 2, 1.0, 1000.0, 100.0, 100.0, True, None, 0.6, 0.5)

@@ -8,8 +8,8 @@ import pytest
 
 import dataclasses
 
-from perwatt import (agents, benchmark, catalog, crosschip, exercises, figures, fleet_profiles, inverse, roofline, serving,
-                     speculative)
+from perwatt import (agents, benchmark, catalog, crosschip, exercises, exercises_agents, figures, fleet_profiles,
+                     inverse, roofline, serving, speculative)
 
 
 def test_per_watt_predict():
@@ -323,3 +323,22 @@ def test_per_watt_break_even():
     assert answers["w"] == pytest.approx(w, rel=1e-12)
     assert answers["flip"] == pytest.approx(w * 1.2 / 1.0 * 1.95, rel=1e-12)
     assert answers["rent"] == 2.21 and answers["flip"] > answers["rent"]
+def test_agents_waiting_ratios_come_from_the_closed_loop():
+    from perwatt import agent_loop
+    drawn = catalog.lengths()
+    answers = exercises.agents_ex_wait()
+    direct = agent_loop.per_watt_error("deepseek-r1", "gb200", 8, 10, np.array([0.0, 30.0]), drawn.isl_mean, 1000.0,
+                                       drawn.osl_mean)
+    assert answers["energy_0"] == pytest.approx(direct["energy_ratio"][0], rel=1e-9)
+    assert answers["energy_t"] == pytest.approx(direct["energy_ratio"][1], rel=1e-9)
+    assert answers["cost_t"] == pytest.approx(direct["cost_ratio"][1], rel=1e-9)
+    assert abs(answers["energy_0"] - 1) < 0.05 < answers["energy_t"] - 1 < answers["cost_t"] - 1
+
+
+def test_agents_sessions_and_holding():
+    sessions = exercises.agents_ex_sessions()
+    ratios = exercises_agents._waiting()["ratio"].xs(30.0, level="tool_s")
+    assert ratios[sessions["fewest"]] < 2 and (ratios[ratios.index < sessions["fewest"]] >= 2).all()
+    assert sessions["most_served"] < sessions["most"]  # held caches cap the sessions one instance serves
+    hold = exercises.agents_ex_hold()
+    assert hold["served"] < hold["sessions"] and hold["dropped"] < hold["held"]

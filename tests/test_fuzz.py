@@ -28,13 +28,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from perwatt import (accounting, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
+from perwatt import (accounting, agent_loop, agents, bands, calibration, catalog, crosschip, fleet, instruments, inverse, load, metrics,
                      parallel, power, roofline, serving, specs, speculative)
 from perwatt import amdahl, disagg, fleet_profiles, fleet_scenario
 from perwatt import cost
 
 MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration, instruments, power, speculative, agents,
-           load, fleet, crosschip, bands, inverse, fleet_profiles, fleet_scenario, disagg, amdahl, cost)
+           load, fleet, crosschip, bands, inverse, fleet_profiles, fleet_scenario, disagg, amdahl, cost,
+           agent_loop)
 #: Public callables left out, each with the reason.
 SKIP = {
     "fleet_scenario.sensitivity": "runs eighteen scenarios (half a minute a call); its arguments are "
@@ -283,6 +284,24 @@ GOOD = {
                             power_w_b=700.0, purchase_usd_b=27_500.0, lifetime_years=5.0, pue=1.3,
                             price_usd_per_kwh=0.08, overhead_usd_per_hour=0.3),
     "cost.proxy_table": dict(price_usd_per_kwh=0.08, lifetime_years=5.0, overhead_usd_per_hour=0.3, pue=1.3),
+                           supply=10.0, assumed=False),
+    "fleet.JalapenoAssumptions": dict(per_watt_vs_gb200=1.5, usd_per_watt_hour_vs_gb200=1.0, supply_chips=100.0),
+    "fleet.capacity": dict(model="gpt-oss-120b", accelerator="gb200", workload=WORK),
+    "fleet.nvidia_profiles": dict(model="gpt-oss-120b", workloads=[WORK]),
+    "fleet.jalapeno_profile": dict(model="gpt-oss-120b", workloads=[WORK], assumptions=fleet.JalapenoAssumptions()),
+    "fleet.hourly_cost": dict(hardware=CHIP, price_usd_per_kwh=0.08, pue=1.2),
+    "fleet.assign": dict(workloads=[WORK], hardware=[CHIP], price_usd_per_kwh=0.08, pue=1.2, integral=True),
+    "fleet.scenario_workloads": dict(agent_share=0.25, agent_min_rate=100.0),
+    "fleet.scenario": dict(agent_share=0.25, agent_min_rate=100.0, price_usd_per_kwh=0.08, assumptions=None,
+                           integral=True),
+    "agent_loop.instance_chips": dict(model="deepseek-r1", accelerator="gb200", context=17000.0),
+    "agent_loop.session_capacity": dict(model="gpt-oss-120b", accelerator="gb200", chips=1, context=17000.0),
+    "agent_loop.closed_loop": dict(model="gpt-oss-120b", accelerator="gb200", sessions=8, steps=3, tool_s=2.0,
+                                   initial_context=2000.0, context_growth=500.0, output_tokens=200.0),
+    "agent_loop.per_watt_error": dict(model="gpt-oss-120b", accelerator="gb200", sessions=8, steps=3, tool_s=2.0,
+                                      initial_context=2000.0, context_growth=500.0, output_tokens=200.0),
+    "agent_loop.simulate_closed_loop": dict(sessions=2, step_time_s=np.array([0.0, 0.01, 0.012]), prefill_s=0.05,
+                                            output_tokens=4, tool_s=0.1, calls=40, warmup=4),
 }
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {

@@ -14,6 +14,7 @@ from perwatt.figures import speculative_decoding, agent_workloads, fleet_choices
 from perwatt.figures import disaggregated  # noqa: F401  # isort: skip
 from perwatt.figures import token_cost  # noqa: F401  # isort: skip
 from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
+from perwatt.figures.agent_workloads import waiting_agents_frame  # noqa: F401
 from perwatt.figures.kit import REGISTRY
 # Recomputed in the page from shipped terms (perwatt.computed), so not among all_figures' grids.
 from perwatt.figures.cross_chip import per_watt_frontier  # noqa: F401

@@ -6,8 +6,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perwatt import agents, catalog, data, load
-from perwatt.figures.kit import PHASE_COLOURS, STATISTIC_COLOURS, SYSTEM_COLOURS, colour, figure, framed, tooltips
+from perwatt import agent_loop, agents, catalog, data, load
+from perwatt.figures.kit import (PHASE_COLOURS, STATISTIC_COLOURS, SYSTEM_COLOURS, colour, figure, framed,
+                                 reference_line, tooltips)
 from perwatt.interactive import Control, InteractiveFigure
 
 #: The model whose agent task the chapter follows.
@@ -130,3 +131,84 @@ def serving_load() -> InteractiveFigure:
         compute=serving_load_frame, draw=_draw_serving_load,
         keys=("rate_rps",), values=("p50_s", "p99_s", "throughput_tokens_per_s", "joules_per_output_token"),
         ships=("selected",))
+
+
+#: The closed loop the waiting-agents figure runs: two models on one accelerator with a sourced rent.
+LOOP_MODELS = ("gpt-oss-120b", "deepseek-r1")
+LOOP_ACCELERATOR = "gb200"
+#: Concurrent sessions drawn as lines, tool seconds along the axis, and the task shape around them.
+LOOP_SESSIONS = (1, 8, 32, 128)
+LOOP_TOOLS = (0, 2, 5, 10, 30, 60)
+LOOP_STEPS = (5, 10, 25)
+LOOP_GROWTH = 1000
+IDLE_SHARES_LOOP = (0.0, 0.2, 0.4)
+ACTIVE_SHARES = (0.43, 1.0)
+SESSION_COLOURS = {"1": "#94a3b8", "8": "#0e7490", "32": "#7c3aed", "128": "#c2410c"}
+
+
+@data.cached
+def _loop_grid(model: str, steps: int, hold: bool) -> pd.DataFrame:
+    # One vectorised call per model, task length and policy: sessions × tools × idle × active shares.
+    sessions = np.array(LOOP_SESSIONS, dtype=float)[:, None, None, None]
+    tools = np.array(LOOP_TOOLS, dtype=float)[None, :, None, None]
+    idle = np.array(IDLE_SHARES_LOOP)[None, None, :, None]
+    active = np.array(ACTIVE_SHARES)[None, None, None, :]
+    drawn = catalog.lengths()
+    out = agent_loop.per_watt_error(model, LOOP_ACCELERATOR, sessions, steps, tools, drawn.isl_mean, LOOP_GROWTH,
+                                    drawn.osl_mean, hold, None, idle, active)
+    index = pd.MultiIndex.from_product([LOOP_SESSIONS, LOOP_TOOLS, IDLE_SHARES_LOOP, ACTIVE_SHARES],
+                                       names=["sessions", "tool_s", "idle", "active"])
+    keep = ("energy_ratio", "cost_ratio", "sessions_served")
+    frame = pd.DataFrame({k: out[k].ravel() for k in keep}, index=index).reset_index()
+    frame["session_label"] = frame["sessions"].astype(str)
+    return frame
+
+
+def waiting_agents_frame(model: str, steps: int, cache: str, idle_fraction: float, active_fraction: float,
+                         measure: str) -> pd.DataFrame:
+    """Task ÷ single-round per-watt estimate, per sessions and tool time, for one setting; ``cache``
+    is ``"held"`` (kept through tools) or ``"dropped"``."""
+    if cache not in ("held", "dropped"):
+        raise ValueError(f"cache must be 'held' or 'dropped', got {cache!r}")
+    grid = _loop_grid(model, int(steps), cache == "held")
+    chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
+    frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
+    frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
+    return frame
+
+
+def _draw_waiting_agents(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
+    y_scale = alt.Scale(type="log", domain=[float(grid["ratio"].min()) / 1.1, float(grid["ratio"].max()) * 1.1],
+                        nice=False)
+    lines = base.mark_line(point=True).encode(
+        x=alt.X("tool_s:Q", title="Tool time between calls, s"),
+        y=alt.Y("ratio:Q", title="Task ÷ per-watt estimate (log)", scale=y_scale),
+        color=colour("session_label", "Sessions", SESSION_COLOURS),
+        tooltip=tooltips(("sessions:Q", "Sessions asked"), ("sessions_served:Q", "Sessions that fit"),
+                         ("tool_s:Q", "Tool s"), ("ratio:Q", "Ratio", ".2f")))
+    chart = alt.layer(reference_line(1.0, y_scale, "y"), lines)
+    return framed(chart, "Agents that wait: what a single-round per-watt figure misses",
+                  [f"Closed loop on {catalog.accelerator_label(LOOP_ACCELERATOR)}; above 1 the 8k/1k figure "
+                   "understates the task.", "Idle and busy power and the holding rule are assumptions."], 400, 260)
+
+
+@figure
+def waiting_agents() -> InteractiveFigure:
+    """Line chart: the energy or cost of an agent task in a closed loop, divided by what a per-watt
+    figure measured on single-round 8k/1k requests at the same sessions predicts, against the tool
+    time between calls, one line per number of concurrent sessions, for the chosen model, calls per
+    task, cache policy during tools, and idle and busy power shares."""
+    return InteractiveFigure(
+        controls=(
+            Control("model", "Model:", LOOP_MODELS, "deepseek-r1", "radio",
+                    tuple(catalog.label(pd.DataFrame({"model": LOOP_MODELS}))["model_label"])),
+            Control("steps", "Model calls per task:", LOOP_STEPS, 10, "select"),
+            Control("cache", "During tools, the cache is:", ("held", "dropped"), "held", "radio"),
+            Control("idle_fraction", "Idle draw, share of rating (assumed):", IDLE_SHARES_LOOP,
+                    catalog.assumption("idle_power_fraction"), "select"),
+            Control("active_fraction", "Busy draw, share of rating (assumed):", ACTIVE_SHARES,
+                    catalog.assumption("active_power_fraction"), "select"),
+            Control("measure", "Compare:", ("energy", "cost"), "energy", "radio", ("energy", "cost")),
+        ),
+        compute=waiting_agents_frame, draw=_draw_waiting_agents,
+        keys=("sessions", "tool_s"), values=("ratio",), ships=("session_label", "sessions_served"))
