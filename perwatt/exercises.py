@@ -261,6 +261,7 @@ def prefill_ex_pair(workload: str = "8k/1k", target: float = 50.0, decode: str =
     j = {p: split.loc[(p, decode), "prefill_j"] for p in ("h100", "h200")}
     return {"target": target, "h100_usd": usd["h100"], "h200_usd": usd["h200"], "h100_j": j["h100"],
             "h200_j": j["h200"], "cheaper": catalog.accelerator_label(min(usd, key=usd.get)),
+            "h100_w": roofline.chip("h100").power_w, "h200_w": roofline.chip("h200").power_w,
             "saving_pct": (1 - min(usd.values()) / max(usd.values())) * 100}
 
 
@@ -281,8 +282,11 @@ def prefill_ex_long(prefill: str = "b200", decode: str = "gb200", target: float 
     price = catalog.assumption("electricity_price_usd_per_kwh")
     short, long_ = (disagg.disaggregated(disagg.MODEL, prefill, decode, w, target, price)
                     for w in (catalog.table_workload(), disagg.LONG))
+    # The cache per sequence grows with the prompt and limits the batch, so the decode instance changes too.
     return {"target": target, "isl": disagg.lengths(disagg.LONG)[0], "share_short_pct": short["prefill_share"] * 100,
-            "share_long_pct": long_["prefill_share"] * 100, "usd_ratio": long_["usd"] / short["usd"]}
+            "share_long_pct": long_["prefill_share"] * 100, "usd_ratio": long_["usd"] / short["usd"],
+            "chips_short": short["decode_chips"], "batch_short": short["decode_batch"],
+            "chips_long": long_["decode_chips"], "batch_long": long_["decode_batch"]}
 
 
 def per_watt_ex_owned_price(low: float = 0.08, high: float = 0.16) -> dict:

@@ -280,6 +280,7 @@ def test_prefill_pair():
     assert answers["h100_usd"] == pytest.approx(1000 * (chip_s * 1.30 / 3600 + energy), rel=1e-12)
     assert answers["h200_usd"] == pytest.approx(1000 * (chip_s * 1.41 / 3600 + energy), rel=1e-12)
     assert answers["cheaper"] == "H100 SXM"
+    assert answers["h100_w"] == answers["h200_w"] == 700
 
 
 def test_prefill_amdahl():
@@ -302,6 +303,10 @@ def test_prefill_long():
     assert answers["isl"] == catalog.assumption("long_context_isl_tokens")
     assert 0 < answers["share_short_pct"] < answers["share_long_pct"] < 100
     assert answers["usd_ratio"] > 1
+    # A longer prompt's cache leaves room for fewer sequences per decode instance: the batch falls.
+    assert answers["batch_long"] < answers["batch_short"]
+    assert answers["batch_short"] in serving.BATCHES and answers["batch_long"] in serving.BATCHES
+    assert answers["chips_long"] <= answers["chips_short"]
 
 
 def test_per_watt_owned_price():
