@@ -175,4 +175,8 @@ def test_the_figure_shows_the_model_rounded():
     frame = fig.frame(basis="owned", price_usd_per_kwh=0.16)
     model = cost.token_costs("owned", fig.control("custom_usd_per_hour").default, 0.16, 5.0, 0.3)
     assert np.allclose(frame["usd_per_million_tokens"], model["usd_per_million_tokens"], rtol=1e-3)
-    assert len(fig.grid) <= 2200  # the page budget: every setting of five controls
+    # Tooltip-only columns travel at three significant digits, tokens per dollar in millions.
+    assert np.allclose(frame["usd_per_million_output"], model["usd_per_million_output"], rtol=5e-3)
+    assert np.allclose(frame["million_tokens_per_usd"], model["tokens_per_usd"] / 1e6, rtol=5e-3)
+    assert not np.allclose(frame["usd_per_million_output"], model["usd_per_million_output"], rtol=1e-9, atol=0)
+    assert len(fig.grid) <= 1700  # the page budget: every setting of five controls, 3 × 3 × 3 × 3 × 3
