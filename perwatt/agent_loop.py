@@ -21,10 +21,10 @@ many sessions are resident at once (requested sessions beyond the cap are not se
 instance). Without it the cache is dropped at every tool call and the whole context is prefilled
 again; only the sessions in a call hold memory.
 
-**Accounting rule (a choice).** The instance's power and rent, idle or busy, are shared equally by
-its resident sessions for the whole time they are resident, tool waits included: a session that
-holds a cache holds a slot another session could use. So a task is charged
-``instance watts × steps × C ÷ N``. A busy chip draws ``active_fraction`` of its rating, an idle
+**Accounting rule (a choice).** The instance's energy and rent, idle or busy, are divided equally
+among the tasks it completes, whether sessions hold their caches or drop them: the instance runs,
+or sits idle, through the tool waits, so they are paid for. ``N`` served sessions complete ``N``
+tasks every ``steps × C``, so a task is charged ``instance watts × steps × C ÷ N``. A busy chip draws ``active_fraction`` of its rating, an idle
 one ``idle_fraction`` (both rows of ``data/assumptions.csv``).
 """
 

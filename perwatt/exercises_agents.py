@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import agents, catalog, figures
+from perwatt import agent_loop, agents, catalog, figures
 
 
 def agents_ex_cache(cold: float = 0.0, warm: float = 0.9) -> dict:
@@ -62,11 +62,26 @@ def _waiting(model: str = "deepseek-r1", steps: int = 10, hold: bool = True, mea
     return frame.set_index(["sessions", "tool_s"])
 
 
+def _loop(sessions: int, tool_s: float, hold: bool = True, idle: float | None = None,
+          active: float | None = None) -> dict:
+    """The closed loop behind the figure (its default model and calls) at one setting, for what the
+    figure's frame does not carry: the batch in a call, the busy share, the throughput."""
+    drawn, d = catalog.lengths(), figures.waiting_agents().defaults()
+    out = agent_loop.per_watt_error(d["model"], figures.agent_workloads.LOOP_ACCELERATOR, sessions, d["steps"], tool_s,
+                                    drawn.isl_mean, figures.agent_workloads.LOOP_GROWTH, drawn.osl_mean, hold, None,
+                                    idle, active)
+    return {**{k: float(v) for k, v in out.items()}, "tokens_per_s": float(out["calls_per_s"]) * drawn.osl_mean}
+
+
 def agents_ex_wait(sessions: int = 8, tool_s: float = 30.0) -> dict:
-    """Predict-then-check: the per-watt figure's error on a task with no tools and with long ones."""
+    """Predict-then-check: the per-watt figure's error on a task with no tools and with long ones,
+    and why: the batch in a call, the busy share, and the ratio if an idle chip drew nothing."""
     energy, cost = _waiting()["ratio"], _waiting(measure="cost")["ratio"]
+    waited, no_idle = _loop(sessions, tool_s), _loop(sessions, tool_s, idle=0.0)
     return {"sessions": sessions, "tool": tool_s, "energy_0": energy[(sessions, 0)],
-            "energy_t": energy[(sessions, tool_s)], "cost_t": cost[(sessions, tool_s)]}
+            "energy_t": energy[(sessions, tool_s)], "cost_t": cost[(sessions, tool_s)],
+            "batch_t": waited["batch"], "busy_t": waited["busy_fraction"] * 100,
+            "energy_t_no_idle": no_idle["energy_ratio"]}
 
 
 def agents_ex_sessions(tool_s: float = 30.0, limit: float = 2.0) -> dict:
@@ -79,7 +94,12 @@ def agents_ex_sessions(tool_s: float = 30.0, limit: float = 2.0) -> dict:
 
 
 def agents_ex_hold(sessions: int = 128, tool_s: float = 10.0) -> dict:
-    """Energy per task with caches held through tools and with caches dropped (DeepSeek R1, ten calls)."""
+    """Energy per task with caches held through tools and with caches dropped (DeepSeek R1, ten calls),
+    and the batch in a call, busy share and output tokens per second behind the difference."""
     held, dropped = (_waiting(hold=h)["ratio"][(sessions, tool_s)] for h in (True, False))
+    loops = {"held": _loop(sessions, tool_s, True), "dropped": _loop(sessions, tool_s, False)}
     return {"sessions": sessions, "tool": tool_s, "held": held, "dropped": dropped,
-            "served": int(_waiting()["sessions_served"][(sessions, tool_s)])}
+            "served": int(_waiting()["sessions_served"][(sessions, tool_s)]),
+            **{f"{k}_{name}": loop[v] * scale for name, loop in loops.items()
+               for k, v, scale in (("batch", "batch", 1), ("busy", "busy_fraction", 100),
+                                   ("tokens", "tokens_per_s", 1))}}

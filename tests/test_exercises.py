@@ -338,6 +338,14 @@ def test_agents_waiting_ratios_come_from_the_closed_loop():
     assert answers["energy_t"] == pytest.approx(direct["energy_ratio"][1], rel=1e-9)
     assert answers["cost_t"] == pytest.approx(direct["cost_ratio"][1], rel=1e-9)
     assert abs(answers["energy_0"] - 1) < 0.05 < answers["energy_t"] - 1 < answers["cost_t"] - 1
+    # Why: a small batch in a call, mostly busy; with no idle draw the gap stays most of its size.
+    assert answers["batch_t"] == pytest.approx(direct["batch"][1], rel=1e-9) and answers["batch_t"] < 8 / 2
+    assert answers["busy_t"] == pytest.approx(direct["busy_fraction"][1] * 100, rel=1e-9) and answers["busy_t"] > 50
+    no_idle = agent_loop.per_watt_error("deepseek-r1", "gb200", 8, 10, 30.0, drawn.isl_mean, 1000.0, drawn.osl_mean,
+                                        True, None, 0.0)
+    assert answers["energy_t_no_idle"] == pytest.approx(float(no_idle["energy_ratio"]), rel=1e-9)
+    assert 1 < answers["energy_t_no_idle"] < answers["energy_t"]
+    assert answers["energy_t_no_idle"] - 1 > (answers["energy_t"] - 1) / 2
 
 
 def test_agents_sessions_and_holding():
@@ -347,3 +355,14 @@ def test_agents_sessions_and_holding():
     assert sessions["most_served"] < sessions["most"]  # held caches cap the sessions one instance serves
     hold = exercises.agents_ex_hold()
     assert hold["served"] < hold["sessions"] and hold["dropped"] < hold["held"]
+    # Both are busy all the time; dropping wins on a larger batch and more output tokens per second.
+    assert hold["busy_held"] == pytest.approx(100) and hold["busy_dropped"] == pytest.approx(100)
+    assert hold["batch_held"] < hold["served"] < hold["batch_dropped"] < hold["sessions"]
+    assert hold["tokens_held"] < hold["tokens_dropped"]
+    from perwatt import agent_loop
+    drawn = catalog.lengths()
+    for policy, hold_cache in (("held", True), ("dropped", False)):
+        loop = agent_loop.closed_loop("deepseek-r1", "gb200", 128, 10, 10.0, drawn.isl_mean, 1000.0, drawn.osl_mean,
+                                      hold_cache)
+        assert hold[f"batch_{policy}"] == pytest.approx(float(loop["batch"]), rel=1e-9)
+        assert hold[f"tokens_{policy}"] == pytest.approx(float(loop["calls_per_s"]) * drawn.osl_mean, rel=1e-9)

@@ -195,7 +195,7 @@ def _draw_waiting_agents(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
 @figure
 def waiting_agents() -> InteractiveFigure:
     """Line chart: the energy or cost of an agent task in a closed loop, divided by what a per-watt
-    figure measured on single-round 8k/1k requests at the same sessions predicts, against the tool
+    figure modelled on single-round 8k/1k requests at the same sessions predicts, against the tool
     time between calls, one line per number of concurrent sessions, for the chosen model, calls per
     task, cache policy during tools, and idle and busy power shares."""
     return InteractiveFigure(
