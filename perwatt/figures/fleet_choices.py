@@ -53,7 +53,10 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     y = alt.Y("workload_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260))
     names = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in CHIP_NAMES.items()) + " : datum.label"
     chips = colour("hardware", "Chip", FLEET_COLOURS, labelExpr=names, orient="bottom", columns=2, labelLimit=260)
-    bars = base.transform_filter("datum.chips > 0").mark_bar(height=18).encode(
+    # Every shipped row is drawn: a plan uses only chips it has (the frame keeps no zero rows), and
+    # a setting with no plan draws its verdict rows as zero-width bars, so the chart's marks still
+    # carry the model's answer (and no mark group is empty).
+    bars = base.mark_bar(height=18).encode(
         x=alt.X("chips:Q", title="Chips in the cheapest plan", scale=x_scale, stack="zero"), y=y, color=chips,
         order=alt.Order("hardware:N"),
         tooltip=tooltips(("workload_label:N", "Workload"), ("hardware_label:N", "Chip"), ("chips:Q", "Chips", ",.0f"),
