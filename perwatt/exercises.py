@@ -248,8 +248,9 @@ def fleet_ex_relax() -> dict:
     return {"whole": whole["total_usd_per_hour"].iloc[0], "relaxed": relaxed["total_usd_per_hour"].iloc[0],
             "gap": whole["total_usd_per_hour"].iloc[0] - relaxed["total_usd_per_hour"].iloc[0],
             "gap_pct": (whole["total_usd_per_hour"].iloc[0] / relaxed["total_usd_per_hour"].iloc[0] - 1) * 100,
-            "small_whole": w[["tpu7x", "trainium2", "h100", "h200"]].sum(),
-            "small_relaxed": r[["tpu7x", "trainium2", "h100", "h200"]].sum(),
+            # the chips that round out workloads in whole instances (B200's 8, TPU7x's 64, Trainium2's 16)
+            "small_whole": w[["b200", "tpu7x", "trainium2"]].sum(),
+            "small_relaxed": r[["b200", "tpu7x", "trainium2"]].sum(),
             "kinds_whole": int((w > 0).sum()), "kinds_relaxed": int((r > 1e-6).sum())}
 
 

@@ -116,7 +116,8 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     ``integral=False``, fractions of them (the linear-programme relaxation, a lower bound on the
     cost). With ``site_mw``, the fleet's peak draw (chips × rated power × PUE) may not exceed that
     many megawatts. Raises ValueError if some workload cannot be served (no hardware meets its
-    target, supply runs out, or the budget is too small).
+    target, supply runs out, or the budget is too small), and RuntimeError if the solver stops at
+    its time limit, which says nothing about whether a plan exists.
     """
     nw, nh = len(workloads), len(hardware)
     names = [w.name for w in workloads]
@@ -145,6 +146,8 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
         rows.append((size * peak_kw[None, :]).ravel()), lower.append(0.0), upper.append(site_mw * 1000)
     matrix = np.array(rows, dtype=float)
     status, message, x = _solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), integral)
+    if status == 1:  # HiGHS's time or iteration limit: not a proof that no plan exists
+        raise RuntimeError(f"the solver stopped before proving the cheapest plan: {message}")
     if status != 0:
         raise ValueError(f"no assignment serves every workload within the hardware's supply and site_mw: {message}")
     # Integral up to the solver's tolerance: round so that a plan never shows 291.9999 instances.

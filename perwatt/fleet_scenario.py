@@ -172,6 +172,8 @@ def sensitivity(agent_min_rate: float, price_usd_per_kwh: float, site_mw: float 
                             assumptions=dataclasses.replace(jal, capacity_scale=v))),
         ("TPU7x and Trainium2 power, × assumed", 0.5, 2.0,
          lambda v: scenario(agent_min_rate, price_usd_per_kwh, site_mw, power_scale=v)),
+        ("TPU7x and Trainium2 price, × assumed", 0.8, 1.25,
+         lambda v: scenario(agent_min_rate, price_usd_per_kwh, site_mw, price_scale=dict.fromkeys(fleet_profiles.OTHERS, v))),
     ]
     b = _summary(base)
     rows = []
@@ -181,6 +183,7 @@ def sensitivity(agent_min_rate: float, price_usd_per_kwh: float, site_mw: float 
             try:
                 s = _summary(run(value))
             except ValueError:  # the change makes the scenario infeasible: say so, do not guess
+                # (a solver time-out is a RuntimeError and propagates: it proves nothing)
                 s = {"usd_per_hour": None, "jalapeno_chips": None, "largest": None, "peak_mw": None}
             row.update({f"{end}_{k}": v for k, v in s.items()})
             row[f"{end}_change_pct"] = (None if s["usd_per_hour"] is None

@@ -203,7 +203,7 @@ def test_fleet_answers_hang_together():
     assert without["saving"] == pytest.approx(without["without"] - without["with"])
     assert without["per_chip"] > without["jal_price"] > 0
     relax = exercises.fleet_ex_relax()
-    # The relaxation is a lower bound that drops the small-instance chips whole instances need.
+    # The relaxation is a lower bound that drops the B200, TPU7x and Trainium2 chips whole instances need.
     assert 0 < relax["gap"] and relax["relaxed"] < relax["whole"]
     assert relax["small_relaxed"] == pytest.approx(0, abs=1e-6) and relax["small_whole"] > 0
     assert relax["kinds_relaxed"] < relax["kinds_whole"]

@@ -212,9 +212,9 @@ def test_a_site_budget_below_the_cheapest_plans_peak_costs_more_or_has_no_plan()
 
 def test_sensitivity_table_moves_each_assumption_and_sorts_by_swing():
     table = fleet_scenario.sensitivity(35.0, PRICE)
-    assert len(table) == 9 and table["swing_pct"].is_monotonic_decreasing
+    assert len(table) == 10 and table["swing_pct"].is_monotonic_decreasing
     base = fleet_scenario.scenario(35.0, PRICE)["total_usd_per_hour"].iloc[0]
-    assert table["base_usd_per_hour"].tolist() == pytest.approx([base] * 9)
+    assert table["base_usd_per_hour"].tolist() == pytest.approx([base] * 10)
     row = table.set_index("assumption").loc["electricity price, US$/kWh"]
     dear = fleet_scenario.scenario(35.0, 2 * PRICE)["total_usd_per_hour"].iloc[0]
     assert row["high_usd_per_hour"] == pytest.approx(dear) and row["high_change_pct"] > 0 > row["low_change_pct"]
@@ -253,3 +253,36 @@ def test_the_chapters_reading_of_the_default_plan_holds():
     with pytest.raises(ValueError, match="site_mw"):
         fleet_scenario.scenario(35.0, PRICE, 0.99 * plan["total_peak_mw"].iloc[0])
     assert fleet_scenario.scenario(50.0, PRICE)["total_usd_per_hour"].iloc[0] > plan["total_usd_per_hour"].iloc[0]
+
+
+def test_the_gb200_heavy_plan_turns_on_tpu7xs_assumed_price():
+    # The chapter says: 5 % off TPU7x's and Trainium2's assumed price and TPU7x takes work from
+    # the GB200s; the sensitivity row prices that lever at ×0.8 and ×1.25.
+    plan = fleet_scenario.scenario(35.0, PRICE).groupby("hardware")["chips"].sum()
+    cheaper = fleet_scenario.scenario(35.0, PRICE, price_scale={"tpu7x": 0.95, "trainium2": 0.95})
+    cheaper = cheaper.groupby("hardware")["chips"].sum()
+    assert cheaper["tpu7x"] > 10 * plan["tpu7x"] and cheaper["gb200"] < 0.8 * plan["gb200"]
+    row = fleet_scenario.sensitivity(35.0, PRICE).set_index("assumption").loc["TPU7x and Trainium2 price, × assumed"]
+    assert (row["low"], row["high"]) == (0.8, 1.25)
+    assert row["low_change_pct"] < 0 <= row["high_change_pct"]
+
+
+def test_on_deepseek_r1_gb200_serves_most_per_rated_watt_after_jalapeno_but_not_on_gpt_oss():
+    kit = {h.name: h for h in fleet_scenario.hardware(35.0)}
+    for w in fleet_scenario.scenario_workloads(35.0):
+        per_w = {n: h.capacity[w.name] / h.power_w for n, h in kit.items()}
+        ranked = sorted(per_w, key=per_w.get, reverse=True)
+        if w.model == "deepseek-r1":
+            assert ranked[:2] == ["jalapeno", "gb200"], w.name
+    chat = "gpt-oss-120b chat"
+    assert kit["b200"].capacity[chat] / kit["b200"].power_w > kit["gb200"].capacity[chat] / kit["gb200"].power_w
+
+
+def test_a_solver_time_out_is_not_reported_as_no_plan(monkeypatch):
+    # HiGHS's status 1 (time limit) proves nothing about feasibility: assign raises RuntimeError,
+    # which sensitivity() does not swallow as an empty cell.
+    monkeypatch.setattr(fleet, "_solve", lambda *args: (1, "Time limit reached.", None))
+    w = [fleet.Workload("w", 1024, 1024, 10.0, 100.0)]
+    h = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0})]
+    with pytest.raises(RuntimeError, match="solver stopped"):
+        fleet.assign(w, h, 0.0, 1.0)
