@@ -19,7 +19,6 @@ import inspect
 import re
 import signal
 from contextlib import contextmanager
-from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -335,6 +334,13 @@ ELEMENTWISE = {name for name in GOOD if name.startswith("metrics.")} | {
     "parallel.pass_time", "serving.serve_disaggregated", "serving.prefill_per_prompt",
     "serving.decode_pass"}
 TIME_LIMIT_S = 20
+#: Functions whose first call fills a cache by refitting or re-solving the serving model across
+#: chips (tens of seconds on a loaded 2-core machine, while the book builds beside the tests):
+#: a longer limit, still far short of a hang.
+SLOW_TIME_LIMIT_S = {name: 120 for name in (
+    "bands.drivers", "bands.curves", "bands.efficiency_band", "bands.at_targets", "bands.ratio_along",
+    "calibration.refit_by_chip", "calibration.bandwidth_efficiency_by_chip", "fleet_scenario.scenario",
+    "fleet_scenario.hardware", "fleet_scenario.domain_effect")}
 
 
 def public_callables() -> dict[str, object]:
@@ -453,7 +459,7 @@ def fuzz_once(qualname: str, data) -> None:
         kwargs[parameter.name] = data.draw(strategy, label=parameter.name)
         drawn.add(parameter.name)
     try:
-        with time_limit(TIME_LIMIT_S):
+        with time_limit(SLOW_TIME_LIMIT_S.get(qualname, TIME_LIMIT_S)):
             result = function(**kwargs)
     except ValueError as err:
         message = str(err)
@@ -464,7 +470,9 @@ def fuzz_once(qualname: str, data) -> None:
 
 
 def _fuzz_test(max_examples: int, derandomize: bool):
-    @settings(max_examples=max_examples, deadline=timedelta(seconds=10), derandomize=derandomize, database=None,
+    # No Hypothesis deadline: a call that fills a cache is slow once and fast after, which it reads
+    # as flaky; time_limit above is the check against hangs.
+    @settings(max_examples=max_examples, deadline=None, derandomize=derandomize, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def run(qualname, data):
