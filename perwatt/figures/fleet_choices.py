@@ -50,7 +50,10 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     totals = grid.groupby(["agent_min_rate", "site_mw", "power_scale", "workload"])["chips"].sum()
     x_scale = alt.Scale(domain=[0, float(totals.max()) * 1.05], nice=False)
     order = [_label(w) for w in dict.fromkeys(grid["workload"])]
-    y = alt.Y("workload_label:N", title=None, sort=order, axis=alt.Axis(labelLimit=260))
+    # Model and workload on two lines, so that on a phone the labels leave the bars and the plan's
+    # totals most of the width.
+    y = alt.Y("workload_label:N", title=None, sort=order,
+              axis=alt.Axis(labelLimit=160, labelExpr="split(datum.label, ': ')"))
     names = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in CHIP_NAMES.items()) + " : datum.label"
     chips = colour("hardware", "Chip", FLEET_COLOURS, labelExpr=names, orient="bottom", columns=2, labelLimit=260)
     # Every shipped row is drawn: a plan uses only chips it has (the frame keeps no zero rows), and
@@ -67,15 +70,17 @@ def _draw_fleet(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
         # One row per setting: the plan's totals, under the names of the columns they come from.
         total_usd_per_hour="max(total_usd_per_hour)", total_peak_mw="max(total_peak_mw)",
         total_average_mw="max(total_average_mw)", feasible="max(feasible)").transform_calculate(
-        text="datum.feasible > 0 ? 'US$' + format(datum.total_usd_per_hour, ',.0f') + ' an hour; peak '"
+        text="datum.feasible > 0 ? 'US$' + format(datum.total_usd_per_hour, ',.0f') + ' an hour;\\npeak '"
              " + format(datum.total_peak_mw, '.1f') + ' MW, average ' + format(datum.total_average_mw, '.1f')"
-             " + ' MW' : 'No plan serves every workload within"
-             " this budget'").mark_text(align="left", x=0, y=-8, fontSize=12).encode(text="text:N")
+             " + ' MW' : 'No plan serves every workload\\nwithin this budget'").mark_text(
+        align="left", baseline="bottom", x=0, y=-6, fontSize=12, lineBreak="\n").encode(text="text:N")
     chart = alt.layer(bars, summary)
-    return framed(chart, "The cheapest fleet for two models and four workloads",
-                  [f"{catalog.assumption('fleet_output_tokens_per_s') / 1e6:g}M output tokens/s, PUE "
-                   f"{catalog.facility_pue():g}; Jalapeño, TPU7x and Trainium2 rest on assumptions."],
-                  340, alt.Step(26))
+    out = framed(chart, "The cheapest fleet for two models and four workloads",
+                 [f"{catalog.assumption('fleet_output_tokens_per_s') / 1e6:g}M output tokens/s, PUE "
+                  f"{catalog.facility_pue():g}; Jalapeño, TPU7x and Trainium2 rest on assumptions."],
+                 340, alt.Step(26))
+    out.title.offset = 34  # room for the two lines of totals above the bars
+    return out
 
 
 @figure
