@@ -48,6 +48,16 @@ LOOP = dict(model=checks.TEXT, accelerator=checks.TEXT, sessions=checks.BATCH, s
             idle_fraction=SHARE, active_fraction=SHARE, assumptions=checks.kind(Assumptions))
 
 
+def _final_context(initial_context: float, steps: int, context_growth: float, output_tokens: float) -> float:
+    """Tokens a session's cache holds at the end of its last call; raise ValueError naming
+    ``context_growth`` if the task's lengths add up to more than any cache the book models."""
+    final = float(initial_context + (steps - 1) * context_growth + output_tokens)
+    if final > checks.MAX_TOKENS:
+        raise ValueError(f"context_growth: initial_context + (steps - 1) × context_growth + output_tokens is "
+                         f"{final:.6g} tokens, more than the {checks.MAX_TOKENS:g} any cache can hold")
+    return final
+
+
 @data.cached
 def _price_per_chip_hour(accelerator: str) -> float:
     prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
@@ -97,7 +107,7 @@ def closed_loop(model: str, accelerator: str, sessions, steps: int, tool_s, init
     spec, device = model_spec(model), chip(accelerator)
     calls = np.arange(steps, dtype=float)
     context = initial_context + calls * context_growth
-    final = float(context[-1] + output_tokens)
+    final = _final_context(initial_context, steps, context_growth, output_tokens)
     chips = instance_chips(model, accelerator, final) if chips is None else chips
     capacity = session_capacity(model, accelerator, chips, final, assumptions)
     if capacity < 1:
@@ -158,10 +168,10 @@ def per_watt_error(model: str, accelerator: str, sessions, steps: int, tool_s, i
     ``estimate_cost_usd``, ``energy_ratio`` and ``cost_ratio`` (task ÷ estimate; above 1 the
     per-watt figure understates the task)."""
     drawn = catalog.lengths()
+    final = _final_context(initial_context, steps, context_growth, output_tokens)
     task = closed_loop.unchecked(model, accelerator, sessions, steps, tool_s, initial_context, context_growth,
                                  output_tokens, hold, chips, idle_fraction, active_fraction, assumptions)
-    chips = instance_chips(model, accelerator, initial_context + (steps - 1) * context_growth + output_tokens) \
-        if chips is None else chips
+    chips = instance_chips(model, accelerator, final) if chips is None else chips
     bench = closed_loop.unchecked(model, accelerator, sessions, 1, 0.0, drawn.isl_mean, 0.0, drawn.osl_mean, True,
                                   chips, idle_fraction, active_fraction, assumptions)
     per_token_j = bench["energy_j"] / drawn.osl_mean

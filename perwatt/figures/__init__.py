@@ -16,6 +16,8 @@ from perwatt.figures import token_cost  # noqa: F401  # isort: skip
 from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
 from perwatt.figures.agent_workloads import waiting_agents_frame  # noqa: F401
 from perwatt.figures.kit import REGISTRY
+from perwatt.figures.token_cost import proxy_table as cost_proxy_table  # noqa: F401
+from perwatt.figures.fleet_choices import sensitivity_table as fleet_sensitivity_table  # noqa: F401
 # Recomputed in the page from shipped terms (perwatt.computed), so not among all_figures' grids.
 from perwatt.figures.cross_chip import per_watt_frontier  # noqa: F401
 from perwatt.figures.speculative_decoding import SPEC_ACCELERATOR, SPEC_MODEL  # noqa: F401

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+from pandas.io.formats.style import Styler
 
-from perwatt import catalog
+from perwatt import catalog, data, tables
 from perwatt import fleet_scenario as scenario_model
 from perwatt.figures.kit import CHIP_COLOURS, colour, figure, framed, tooltips
 from perwatt.interactive import Control, InteractiveFigure
@@ -14,7 +15,7 @@ from perwatt.interactive import Control, InteractiveFigure
 FLEET_COLOURS = {**{k: CHIP_COLOURS[k] for k in ("jalapeno", "gb200", "b200", "h200", "h100")},
                  "tpu7x": "#ca8a04", "trainium2": "#be185d"}
 CHIP_NAMES = {"jalapeno": "Jalapeño (assumed)", "gb200": "GB200", "b200": "B200", "h200": "H200", "h100": "H100",
-              "tpu7x": "TPU7x (assumed power, price)", "trainium2": "Trainium2 (assumed power, price)"}
+              "tpu7x": "TPU7x (assumed)", "trainium2": "Trainium2 (assumed)"}
 #: "No limit" on the site's power in the control (a budget of 0 MW is not a budget).
 NO_LIMIT = 0
 
@@ -102,3 +103,26 @@ def fleet() -> InteractiveFigure:
         keys=("workload", "hardware"), values=("chips", "total_usd_per_hour", "total_peak_mw", "total_average_mw",
                                                  "feasible", "workload_usd_per_million_tokens"),
         ships=("workload_label", "hardware_label", "chips_per_instance"))
+
+
+def sensitivity_table(sens: pd.DataFrame) -> Styler:
+    """:func:`perwatt.fleet_scenario.sensitivity`'s rows as the chapter shows them: each end's value
+    (a supply as a whole count, anything else to two decimals), the cost change at each end, the
+    Jalapeño chips and the chip with the most chips at the high end."""
+    labels = data.load("accelerators").set_index("accelerator")["label"]
+
+    def ends(column: str) -> list[str]:
+        return [f"{v:,.0f}" if "supply, chips" in a else f"{v:,.2f}" for a, v in zip(sens["assumption"], sens[column])]
+
+    shown = sens.assign(low=ends("low"), high=ends("high"),
+                        high_largest=sens["high_largest"].map(lambda n: None if n is None else labels[n]))
+    return tables.styled(shown, {
+        "assumption": tables.Column("Assumption"),
+        "low": tables.Column("Low value"), "high": tables.Column("High value"),
+        "low_change_pct": tables.Column("Cost change at low, %", "{:+.2f}", "derived"),
+        "high_change_pct": tables.Column("Cost change at high, %", "{:+.2f}", "derived"),
+        "low_jalapeno_chips": tables.Column("Jalapeño chips at low", "{:,.0f}"),
+        "high_jalapeno_chips": tables.Column("Jalapeño chips at high", "{:,.0f}"),
+        "high_largest": tables.Column("Most chips at high"),
+    }, caption="The plan's cost an hour with one assumption moved to each end, widest swing first; an "
+       "empty cell: no plan serves every workload at that end.", table_id="fleet-sensitivity")

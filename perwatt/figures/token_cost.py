@@ -5,8 +5,9 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 
-from perwatt import catalog, cost
+from perwatt import catalog, cost, tables
 from perwatt.figures.kit import colour, figure, framed, log_scale, price_control, tooltips
 from perwatt.interactive import Control, InteractiveFigure
 
@@ -80,3 +81,23 @@ def token_cost() -> InteractiveFigure:
         ),
         compute=costs, draw=_draw, keys=("system", "end"),
         values=tuple(DIGITS))
+
+
+def proxy_table(price_usd_per_kwh: float) -> Styler:
+    """:func:`perwatt.cost.proxy_table` at the book's owned-chip assumptions, as the chapter shows it:
+    each pair's per-watt ratio ``w``, rent-per-watt ratio ``q``, and the rent at which they would swap."""
+    frame = cost.proxy_table(price_usd_per_kwh, catalog.assumption("owned_lifetime_years"),
+                             catalog.assumption("owned_overhead_usd_per_chip_hour"))
+    frame = frame.assign(a=frame["a"].map(catalog.accelerator_label), b=frame["b"].map(catalog.accelerator_label),
+                         agree=frame["agree"].map({True: "yes", False: "no"}))
+    return tables.styled(frame, {
+        "end": tables.Column("End"),
+        "a": tables.Column("Chip a"),
+        "b": tables.Column("Chip b"),
+        "per_watt_ratio": tables.Column("w (per kW, a ÷ b)", "{:.2f}", "derived"),
+        "price_per_watt_ratio": tables.Column("q (rent per W, a ÷ b)", "{:.2f}", "derived"),
+        "agree": tables.Column("Rankings agree"),
+        "usd_per_hour_a": tables.Column("a's rent, US$/h", "{:.2f}"),
+        "flip_usd_per_hour_a": tables.Column("a's rent at the flip, US$/h", "{:.2f}", "derived"),
+    }, caption="Per watt against rental cost for each pair of chips at each end of the curve: the rankings "
+       "agree while q lies on the same side of w as 1 does.", table_id="cost-proxy")
