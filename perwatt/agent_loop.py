@@ -60,8 +60,8 @@ def _final_context(initial_context: float, steps: int, context_growth: float, ou
 
 @data.cached
 def _price_per_chip_hour(accelerator: str) -> float:
-    prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
-    return float(prices.get(accelerator, np.nan))
+    price = catalog.rental_usd_per_hour(accelerator)
+    return np.nan if price is None else price
 
 
 #: Sessions the default instance is sized to hold (an assumption of this module, not a measurement).

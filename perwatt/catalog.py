@@ -177,3 +177,16 @@ def article_ids() -> list[str]:
 
 def accelerator_label(name: str) -> str:
     return str(data.load("accelerators").set_index("accelerator").loc[name, "label"])
+
+
+@data.cached
+def _rental_prices() -> dict[str, float]:
+    prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"])
+    return {str(s): float(p) for s, p in zip(prices["system"], prices["price_usd_per_gpu_hour"])}
+
+
+def rental_usd_per_hour(system: str) -> float | None:
+    """InferenceX's price per GPU-hour for ``system``, US$ (data/hourly_prices.csv); None where it
+    publishes none (GB300's placeholder is not adopted) or the system is not listed. Every model
+    that rents a chip reads its price here."""
+    return _rental_prices().get(system)

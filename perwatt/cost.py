@@ -68,9 +68,7 @@ def _price_table(name: str, key: str) -> pd.DataFrame:
 def rental_usd_per_hour(accelerator: str) -> float | None:
     """InferenceX's price per GPU-hour for ``accelerator``; None where it publishes none (GB300's
     placeholder is not adopted) or the chip is not listed."""
-    table = _price_table("hourly_prices", "system")["price_usd_per_gpu_hour"]
-    value = table.get(accelerator, np.nan)
-    return float(value) if np.isfinite(value) else None
+    return catalog.rental_usd_per_hour(accelerator)
 
 
 @checks.validated(accelerator=checks.TEXT)

@@ -56,8 +56,8 @@ def _known_chip(name: str, value) -> str:
 def priced_chips() -> tuple[str, ...]:
     """Chips with both a sourced hourly price and a published rated power (the ones a cost per
     request can be computed for), in the order of data/accelerators.csv."""
-    prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"])["system"]
-    return tuple(n for n in roofline.known_chips() if n in set(prices) and chip(n).power_known)
+    return tuple(n for n in roofline.known_chips()
+                 if catalog.rental_usd_per_hour(n) is not None and chip(n).power_known)
 
 
 @checks.validated(accelerator=checks.TEXT)
@@ -66,8 +66,7 @@ def usd_per_hour(accelerator: str) -> float:
     if accelerator not in priced_chips():
         raise ValueError(f"accelerator must be one of {list(priced_chips())} (a sourced price and power), "
                          f"got {accelerator!r}")
-    prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
-    return float(prices[accelerator])
+    return float(catalog.rental_usd_per_hour(accelerator))
 
 
 def workloads() -> tuple[str, ...]:

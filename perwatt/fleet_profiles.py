@@ -116,9 +116,8 @@ SCALE = checks.rule(checks.scalar, minimum=0.05, maximum=20.0)
 def sourced_profiles(workloads: list[Workload], power_scale: float = 1.0, supply: dict | None = None) -> list[Hardware]:
     """NVIDIA's chips with sourced prices, then TPU7x and Trainium2 at their labelled power and price
     assumptions, the power times ``power_scale``; ``supply`` maps chip names to chips that exist."""
-    prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
     supply = {} if supply is None else supply
-    out = [_profile(n, workloads, float(prices[n]), chip(n).power_w, False, supply.get(n, np.inf)) for n in NVIDIA]
+    out = [_profile(n, workloads, float(catalog.rental_usd_per_hour(n)), chip(n).power_w, False, supply.get(n, np.inf)) for n in NVIDIA]
     out += [_profile(n, workloads, assumed_price(n), assumed_power_w(n) * power_scale, True, supply.get(n, np.inf))
             for n in OTHERS]
     return out
@@ -221,7 +220,7 @@ def jalapeno_profile(workloads: list[Workload], assumptions: JalapenoAssumptions
     workload from its assumed chip for that workload's model; rating 700 W (reported), the peak a
     site provisions; price per watt of rating relative to GB200's."""
     rated = catalog.power_w(catalog.CANDIDATE, "chip_rated")
-    gb200_price = float(data.load("hourly_prices").set_index("system").loc["gb200", "price_usd_per_gpu_hour"])
+    gb200_price = float(catalog.rental_usd_per_hour("gb200"))
     points = {w.name: jalapeno_point(w, assumptions) for w in workloads}
     return Hardware(
         name="jalapeno", label="Jalapeño (assumed)",

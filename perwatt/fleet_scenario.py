@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks, data, fleet_profiles
+from perwatt import catalog, checks, fleet_profiles
 from perwatt.fleet import SITE_MW, Workload, _supply, assign
 from perwatt.fleet_profiles import JALAPENO, SCALE, JalapenoAssumptions
 
@@ -121,7 +121,7 @@ def domain_effect(agent_min_rate: float) -> pd.DataFrame:
     (NaN where either chip reaches no point at the target: the ratio is unknown)."""
     workloads = scenario_workloads(agent_min_rate)
     rows = []
-    prices = data.load("hourly_prices").set_index("system")["price_usd_per_gpu_hour"]
+    prices = {n: catalog.rental_usd_per_hour(n) for n in ("b200", "gb200")}
     for w in workloads:
         b, g = (fleet_profiles.operating_point(n, w) for n in ("b200", "gb200"))
         rows.append({"workload": w.name, "model": w.model, "kind": kind_of(w.name),
