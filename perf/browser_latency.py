@@ -6,7 +6,7 @@ in turn): the time from dispatching the input event on the real element to the v
 its dataflow and redrawn its SVG (the browser paints that at its next frame). Targets: median ≤ 16 ms (one frame), p95 ≤ 33 ms.
 
 Run after `make book`: .venv/bin/python perf/browser_latency.py (another build: set PERWATT_SITE to
-its _build/html).
+its _build/html). Name figures to measure only those, e.g. `perf/browser_latency.py per-watt-frontier`.
 """
 
 from __future__ import annotations
@@ -51,16 +51,20 @@ async ([chartId, name, moves]) => {
 """
 
 
-def main() -> dict:
+def main(only: tuple[str, ...] = ()) -> dict:
     from playwright.sync_api import sync_playwright
 
     from perwatt import figures
 
     # Every figure a page may hold, by its data-figure name.
     known = {f.name: f for f in [*figures.all_figures(), *figures.computed_figures()]}
+    unknown = set(only) - set(known)
+    if unknown:
+        raise SystemExit(f"no figure named {sorted(unknown)}; figures: {sorted(known)}")
     with served(SITE) as base:
         pages = sorted(p.relative_to(SITE).as_posix() for p in (SITE / "chapters").glob("*.html"))
-        report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33}
+        report: dict = {"controls": {}, "moves_per_control": MOVES, "median_target_ms": 16, "p95_target_ms": 33,
+                        "figures_measured": list(only) or "all"}
         rows = []
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
@@ -71,7 +75,7 @@ def main() -> dict:
                 charts = page.evaluate("() => Array.from(document.querySelectorAll('.perwatt-chart[data-figure]'),"
                                        " (c) => [c.id, c.dataset.figure])")
                 # A chart without a figure name is a static sketch: it has no controls to move.
-                for chart_id, name in ((c, n) for c, n in charts if n):
+                for chart_id, name in ((c, n) for c, n in charts if n and (not only or n in only)):
                     for control in known[name].controls:
                         times = page.evaluate(MEASURE, [chart_id, control.name, MOVES])
                         key = f"{name}/{control.name}"
@@ -95,4 +99,6 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(tuple(sys.argv[1:]))
