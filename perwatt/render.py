@@ -24,7 +24,6 @@ import json
 import os
 import re
 
-import altair as alt
 import numpy as np
 
 MODE_VARIABLE = "PERWATT_RENDER"
@@ -126,6 +125,8 @@ def static_renderer(spec: dict, **metadata: object) -> dict[str, str]:
 
 
 def _theme() -> alt.theme.ThemeConfig:
+    import altair as alt
+
     return alt.theme.ThemeConfig(
         config={
             "view": {"continuousWidth": 520, "continuousHeight": 260, "stroke": None},
@@ -155,6 +156,10 @@ def configure() -> None:
 
 @functools.cache
 def _configure(static: bool) -> None:
+    # Altair is imported here, not at the top: the build's Sphinx extension imports this module
+    # for its page packing alone, and Altair's import would add seconds to every build.
+    import altair as alt
+
     alt.theme.register(THEME, enable=True)(_theme)
     # Grids precomputed for in-browser recomputation can exceed Altair's 5,000-row guard.
     alt.data_transformers.disable_max_rows()
