@@ -171,6 +171,13 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     return frame
 
 
+#: Seconds HiGHS may spend on one programme before the plan is reported as unproven. The book's
+#: hardest (its fleet figure at a 36 MW site, the assumed chips at half power, a 50 tokens/s
+#: agent target) takes about 4 s and 14,000 branch-and-bound nodes on a shared 2-core machine; a
+#: limit of 20 s was reached when the test suite, a book build and a kernel ran at once.
+SOLVER_TIME_LIMIT_S = 120.0
+
+
 @data.cached
 def _solve(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, upper: tuple,
            integral: bool) -> tuple[int, str, np.ndarray]:
@@ -182,7 +189,7 @@ def _solve(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, up
     # No relative gap: HiGHS's default (0.01 %) lets it stop at a plan a few dollars an hour dearer
     # than the cheapest, and which near-tie it stops at would then decide the plan's composition.
     result = milp(c, constraints=LinearConstraint(a, lower, upper), integrality=np.full(c.size, 1 if integral else 0),
-                  bounds=Bounds(0, np.inf), options={"time_limit": 20, "mip_rel_gap": 0.0})
+                  bounds=Bounds(0, np.inf), options={"time_limit": SOLVER_TIME_LIMIT_S, "mip_rel_gap": 0.0})
     x = np.zeros(c.size) if result.x is None else np.array(result.x)
     x.setflags(write=False)
     return int(result.status), str(result.message), x
