@@ -124,5 +124,6 @@ def sensitivity_table(sens: pd.DataFrame) -> Styler:
         "low_jalapeno_chips": tables.Column("Jalapeño chips at low", "{:,.0f}"),
         "high_jalapeno_chips": tables.Column("Jalapeño chips at high", "{:,.0f}"),
         "high_largest": tables.Column("Most chips at high"),
-    }, caption="The plan's cost an hour with one assumption moved to each end, widest swing first; an "
-       "empty cell: no plan serves every workload at that end.", table_id="fleet-sensitivity")
+    }, caption="Change in the plan's cost an hour with one assumption moved to each end: rows with no plan "
+       "at an end first, then the widest swing first; an empty cell: no plan serves every workload at that "
+       "end.", table_id="fleet-sensitivity")

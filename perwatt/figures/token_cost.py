@@ -96,8 +96,8 @@ def proxy_table(price_usd_per_kwh: float) -> Styler:
         "b": tables.Column("Chip b"),
         "per_watt_ratio": tables.Column("w (per kW, a ÷ b)", "{:.2f}", "derived"),
         "price_per_watt_ratio": tables.Column("q (rent per W, a ÷ b)", "{:.2f}", "derived"),
-        "agree": tables.Column("Rankings agree"),
-        "usd_per_hour_a": tables.Column("a's rent, US$/h", "{:.2f}"),
+        "agree": tables.Column("Rankings agree", status="derived"),
+        "usd_per_hour_a": tables.Column("a's rent, US$/h", "{:.2f}", "confirmed"),
         "flip_usd_per_hour_a": tables.Column("a's rent at the flip, US$/h", "{:.2f}", "derived"),
     }, caption="Per watt against rental cost for each pair of chips at each end of the curve: the rankings "
        "agree while q lies on the same side of w as 1 does.", table_id="cost-proxy")
