@@ -191,12 +191,8 @@ def jalapeno_chip(model: str, assumptions: JalapenoAssumptions) -> tuple[Chip, d
 def _jalapeno_point(model: str, tflops: float, hbm_gb: float, isl: float, osl: float, min_rate: float) -> dict:
     device, _ = _solved(model, tflops, hbm_gb)
     spec = model_spec(model)
-    grid = serving.layouts(spec, device).merge(pd.DataFrame({"batch": np.asarray(serving.BATCHES, float)}),
-                                               how="cross")
-    point = serving.serve(spec, device, grid["batch"].to_numpy(float), isl, osl, JALAPENO_SERVING,
-                          grid["chips"].to_numpy(float), grid["ep"].to_numpy(float), grid["dp_attention"].to_numpy(bool))
-    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
-    return _point(spec, device, _best(frame[frame["fits"]], min_rate), isl, osl, JALAPENO_SERVING)
+    frame = serving.sweep_chip.unchecked(spec, device, isl, osl, JALAPENO_SERVING)
+    return _point(spec, device, _best(frame, min_rate), isl, osl, JALAPENO_SERVING)
 
 
 @checks.validated(workload=_reported_workload, assumptions=JALAPENO)

@@ -187,6 +187,20 @@ def batch_list(batches) -> np.ndarray:
     return batch
 
 
+@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, osl=checks.LENGTH, assumptions=ASSUMED,
+                  drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
+def sweep_chip(spec: ModelSpec, device: Chip, isl: float, osl: float, assumptions: Assumptions = DEFAULTS,
+               batches=BATCHES, drafts: int = 0, tokens_per_pass: float = 1.0) -> pd.DataFrame:
+    """:func:`sweep` for a model and chip given as records (a reader's or a solved chip, which
+    no name in data/ describes): every layout at every batch that fits in memory, with the layout,
+    the batch and the :func:`serve` results; empty if nothing fits. No ``efficient`` column."""
+    grid = layouts(spec, device).merge(pd.DataFrame({"batch": batch_list(batches).astype(int)}), how="cross")
+    point = serve(spec, device, grid["batch"].to_numpy(float), isl, osl, assumptions, grid["chips"].to_numpy(float),
+                  grid["ep"].to_numpy(float), grid["dp_attention"].to_numpy(bool), drafts, tokens_per_pass)
+    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
+    return frame[frame.pop("fits")].reset_index(drop=True)
+
+
 @checks.validated(**SWEPT)
 def sweep(model: str, accelerator: str, precision: str = "as_released", isl: float | None = None,
           osl: float | None = None, assumptions: Assumptions = DEFAULTS, batches=BATCHES, drafts: int = 0,
@@ -198,14 +212,8 @@ def sweep(model: str, accelerator: str, precision: str = "as_released", isl: flo
     drawn = catalog.lengths()  # the table's workload at its mean drawn lengths, as InferenceX runs it
     isl = drawn.isl_mean if isl is None else isl
     osl = drawn.osl_mean if osl is None else osl
-    spec = model_spec(model).with_precision(precision)
-    device = chip(accelerator)
-    batch = batch_list(batches)
-    grid = layouts(spec, device).merge(pd.DataFrame({"batch": batch.astype(int)}), how="cross")
-    point = serve(spec, device, grid["batch"].to_numpy(float), isl, osl, assumptions, grid["chips"].to_numpy(float),
-                  grid["ep"].to_numpy(float), grid["dp_attention"].to_numpy(bool), drafts, tokens_per_pass)
-    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
-    frame = frame[frame.pop("fits")].reset_index(drop=True)
+    frame = sweep_chip.unchecked(model_spec(model).with_precision(precision), chip(accelerator), isl, osl,
+                                 assumptions, batches, drafts, tokens_per_pass)
     if frame.empty:
         raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries at isl "
                          f"{isl:,.0f} and osl {osl:,.0f} tokens (batches {batches!r}): give shorter lengths or smaller "

@@ -113,6 +113,8 @@ GOOD = {
                                 assumptions=roofline.DEFAULTS),
     "serving.prefill_per_prompt": dict(spec=SPEC, device=DEVICE, isl=2048, chips=8, ep=8, dp=True,
                                        assumptions=roofline.DEFAULTS),
+    "serving.sweep_chip": dict(spec=SPEC, device=DEVICE, isl=1024.0, osl=512.0, assumptions=roofline.DEFAULTS,
+                               batches=(1, 64), drafts=1, tokens_per_pass=1.8),
     "serving.sweep": dict(model="deepseek-r1", accelerator="b200", precision="fp4", isl=1024.0, osl=512.0,
                           assumptions=roofline.DEFAULTS, batches=(1, 64), drafts=1, tokens_per_pass=1.8),
     "parallel.Layout": dict(chips=8, ep=4, dp_attention=True),
