@@ -17,7 +17,8 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   themselves, so no page loads a math library;
 * keeps the theme's icons but not the 1.5 MB script it draws them with (its stylesheet draws the
   same icons from a web font), and cuts that font and the stylesheet's icon rules to the icons the
-  book shows (:mod:`perwatt.iconfont`);
+  book shows (:mod:`perwatt.iconfont`), then drops the style rules no page can match from every
+  stylesheet the pages load, most of the theme's Bootstrap (:mod:`perwatt.cssprune`);
 * puts the theme's home link inside a landmark and writes the root redirect page in full, so that
   axe finds nothing on any page;
 * works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools, execution, iconfont, mathml, render
+from perwatt import cssprune, devtools, execution, iconfont, mathml, render
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -202,6 +203,16 @@ def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
     logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
 
 
+def _prune_unused_css(app: Sphinx, exception: Exception | None) -> None:
+    """Last, once every page and stylesheet is written; the book's own stylesheets are left whole."""
+    if exception is None and app.builder.format == "html":
+        from sphinx.util import logging
+
+        for sheet in cssprune.prune_site(Path(app.outdir), leave={p.name for p in STATIC_DIR.glob("*.css")}):
+            logging.getLogger(__name__).info(f"perwatt.cssprune: {sheet.path.name} {sheet.bytes_before} -> "
+                                             f"{sheet.bytes_after} bytes")
+
+
 def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
     """Browsers ask for /favicon.ico on pages without an icon link (the root redirect page)."""
     if exception is None and app.builder.format == "html":
@@ -331,6 +342,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("build-finished", _ship_used_icons)
     app.connect("build-finished", _write_root_redirect, priority=400)  # before sphinx-external-toc's
     app.connect("build-finished", _write_student_notebooks)
+    # After the icon step (which reads the theme's stylesheet) and myst-nb's and the theme's own
+    # build-finished steps (which write stylesheets), all at the default priority 500.
+    app.connect("build-finished", _prune_unused_css, priority=900)
     app.add_css_file("perwatt.css")
     mathml.setup(app)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
