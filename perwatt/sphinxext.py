@@ -21,10 +21,10 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   stylesheet the pages load, most of the theme's Bootstrap (:mod:`perwatt.cssprune`);
 * puts the theme's home link inside a landmark and writes the root redirect page in full, so that
   axe finds nothing on any page;
-* works around six things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
-  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode and its icon script,
-  bibliography entries that are not list items, asset checksums that differ between a first build
-  and a rebuild, and the TeX latex2mathml does not know.
+* works around seven things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
+  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, its icon script and its
+  sidebar buttons that open nothing, bibliography entries that are not list items, asset checksums
+  that differ between a first build and a rebuild, and the TeX latex2mathml does not know.
   Each workaround names the versions it was written against, and the build warns (and so, under
   ``-W``, fails) when an installed version differs, so that a maintainer checks whether it is
   still needed.
@@ -56,8 +56,8 @@ PATCHED = {
     "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
     "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
                                       "which screen readers and axe reject"),
-    "pydata-sphinx-theme": ("0.17.1", "loads its icons as 1.5 MB of JavaScript, fontawesome.js, beside the "
-                                      "web font its stylesheet already draws them with (templates/static)"),
+    "pydata-sphinx-theme": ("0.17.1", "loads 1.5 MB of icon script, fontawesome.js, beside the web font that draws "
+                                      "the icons (templates/static); opens sidebars from hidden buttons (templates/sections)"),
     "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
                                "(perwatt.mathml.prepare)"),
     "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder"),
@@ -162,7 +162,7 @@ def _config_inited(app: Sphinx, config) -> None:
     generated = Path(app.doctreedir) / "perwatt-static"
     write_vega_bundle(generated)
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
-    # First, so that its navbar-logo.html stands in for the theme's (which it includes).
+    # First, so that its navbar-logo.html and sections/header.html stand in for the theme's (which they include).
     config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}

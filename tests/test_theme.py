@@ -15,6 +15,7 @@ import json
 from contextlib import contextmanager
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import PageVisit, reader_pages
 
 pytestmark = pytest.mark.browser
@@ -112,9 +113,9 @@ def _glyph_problems(glyphs: list[dict]) -> list[dict]:
 class Visit(PageVisit):
     """A page that also records every URL it asked for."""
 
-    def __init__(self, browser, site_url: str, path: str) -> None:
+    def __init__(self, browser, site_url: str, path: str, width: int = 1280) -> None:
         self.requested: list[str] = []
-        super().__init__(browser, site_url, path)
+        super().__init__(browser, site_url, path, width=width)
 
     def _route(self, site_url: str):
         handle = super()._route(site_url)
@@ -311,6 +312,125 @@ def test_formulas_are_laid_out_by_the_browser(site_url, browser):
         assert max(layout["equalsX"]) - min(layout["equalsX"]) < 1.5, layout["equalsX"]
         assert max(layout["namesRight"]) - min(layout["namesRight"]) < 1.5  # names flush right, as in TeX
         assert layout["fractions"] and all(num <= den + 0.5 for num, den in layout["fractions"])
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+#: Where the links of one sidebar sit: whether its phone-width dialog is open, and each link that is
+#: shown, with its box, and whether the box lies inside the viewport.
+SIDEBAR_LINKS = """([dialog, nav]) => {
+  const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const width = document.documentElement.clientWidth, height = window.innerHeight;
+  return {
+    open: document.getElementById(dialog).open,
+    links: Array.from(document.querySelectorAll(nav + ' a[href]')).filter(shown).map((a) => {
+      const r = a.getBoundingClientRect();
+      return {href: a.getAttribute('href'), text: a.textContent.trim(),
+              inside: r.width > 0 && r.left >= 0 && r.right <= width && r.top >= 0 && r.bottom <= height,
+              inDialog: !!a.closest('#' + dialog)};
+    }),
+  };
+}"""
+PRIMARY = ["pst-primary-sidebar-modal", ".bd-docs-nav"]
+SECONDARY = ["pst-secondary-sidebar-modal", "nav.page-toc"]
+
+
+def _origin(site, site_url: str, origin: str) -> str:
+    """The site's base URL over http://127.0.0.1, or on disk (file://), as a reader opens it."""
+    return site_url if origin == "http" else site.as_uri()
+
+
+def _open(page, toggle: str, which: list[str]) -> dict:
+    """Click the one shown ``toggle`` button, as a reader would, and wait for its dialog."""
+    button = page.locator(f"{toggle}:visible")
+    assert button.count() == 1
+    button.click()
+    try:
+        page.wait_for_function("(id) => document.getElementById(id).open", arg=which[0], timeout=5_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"clicking {toggle} did not open #{which[0]}: {page.evaluate(SIDEBAR_LINKS, which)}")
+    return page.evaluate(SIDEBAR_LINKS, which)
+
+
+def _closes(page, which: list[str]) -> None:
+    """Wait until the dialog is closed and none of its links is left on the screen (the sidebar
+    slides back out over a quarter of a second)."""
+    try:
+        page.wait_for_function(f"(which) => {{ const s = ({SIDEBAR_LINKS})(which); "
+                               "return !s.open && !s.links.some((link) => link.inside); }",
+                               arg=which, timeout=5_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"#{which[0]} did not close: {page.evaluate(SIDEBAR_LINKS, which)}")
+
+
+@pytest.mark.parametrize(("origin", "width"), [("http", 390), ("http", 768), ("file", 390)])
+def test_the_table_of_contents_opens_on_a_phone_and_a_tablet(site, site_url, browser, origin, width):
+    """At a phone's and a tablet's width the book's contents hide behind the header's menu button:
+    a click opens them inside the screen, the backdrop and Escape close them, a link in them goes to
+    its chapter."""
+    visit = Visit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
+    page = visit.page
+    try:
+        closed = page.evaluate(SIDEBAR_LINKS, PRIMARY)
+        assert not closed["open"] and not any(link["inside"] for link in closed["links"])  # until asked for
+        shown = _open(page, ".primary-toggle", PRIMARY)
+        chapters = [link for link in shown["links"] if link["href"] == "benchmark-tables.html"]
+        assert len(shown["links"]) >= 10 and all(link["inDialog"] for link in shown["links"]), shown
+        assert len(chapters) == 1 and chapters[0]["inside"], shown
+        # A click beside the dialog, on its backdrop, closes it; so does Escape.
+        page.mouse.click(width - 5, 450)
+        _closes(page, PRIMARY)
+        _open(page, ".primary-toggle", PRIMARY)
+        page.keyboard.press("Escape")
+        _closes(page, PRIMARY)
+        _open(page, ".primary-toggle", PRIMARY)
+        page.locator(f"#{PRIMARY[0]} a[href='benchmark-tables.html']").click()
+        page.wait_for_url("**/chapters/benchmark-tables.html")
+        assert page.locator("h1").first.inner_text().startswith("The benchmark tables")
+        assert not any(link["inside"] for link in page.evaluate(SIDEBAR_LINKS, PRIMARY)["links"])  # and closed
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize(("origin", "width"), [("http", 390), ("http", 768), ("file", 390)])
+def test_the_page_contents_open_on_a_phone_and_a_tablet(site, site_url, browser, origin, width):
+    """The page's own contents (its sections), behind the header's other sidebar button."""
+    visit = Visit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
+    page = visit.page
+    try:
+        assert not any(link["inside"] for link in page.evaluate(SIDEBAR_LINKS, SECONDARY)["links"])
+        shown = _open(page, ".secondary-toggle", SECONDARY)
+        sections = [link for link in shown["links"] if link["href"] == "#where-on-the-curve"]
+        assert len(sections) == 1 and sections[0]["inside"] and sections[0]["inDialog"], shown
+        page.keyboard.press("Escape")
+        _closes(page, SECONDARY)
+        _open(page, ".secondary-toggle", SECONDARY)
+        page.locator(f"#{SECONDARY[0]} a[href='#where-on-the-curve']").click()
+        page.wait_for_url("**/chapters/per-watt.html#where-on-the-curve")
+        top = page.evaluate("() => document.getElementById('where-on-the-curve').getBoundingClientRect().top")
+        assert 0 <= top < 200, top  # the section's heading at the top of the screen, below the header
+        # The theme leaves the dialog open over the section; the backdrop beside it closes it.
+        page.mouse.click(5, 450)
+        _closes(page, SECONDARY)
+        assert visit.errors == [] and visit.off_origin == []
+    finally:
+        visit.close()
+
+
+def test_the_menu_button_folds_the_contents_away_on_a_wide_screen(site_url, browser):
+    """Wider than 992 px the contents sit beside the page; the same button hides and shows them."""
+    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    page = visit.page
+    try:
+        visible = "() => getComputedStyle(document.getElementById('pst-primary-sidebar')).visibility"
+        assert page.evaluate(visible) == "visible"
+        page.locator(".primary-toggle:visible").click()
+        page.wait_for_function(f"() => ({visible})() === 'hidden'", timeout=5_000)
+        assert not page.evaluate("() => document.getElementById('pst-primary-sidebar-modal').open")
+        page.locator(".primary-toggle:visible").click()
+        page.wait_for_function(f"() => ({visible})() === 'visible'", timeout=5_000)
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
