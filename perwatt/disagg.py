@@ -181,16 +181,32 @@ def disaggregated(model: str, prefill_chip: str, decode_chip: str, workload: str
     (NaN where a scale-out link is unpublished) and each pool's share of the chips. The values are
     None where no layout fits or reaches the target."""
     isl, osl = lengths(workload)
-    pre = _phases(model, prefill_chip, isl, osl)
-    dec = _phases(model, decode_chip, isl, osl)
-    p = _cheapest(pre, _usd_per_chip_s(prefill_chip, price_usd_per_kwh), "prefill_chip_s", pre["prefill_fits"])
-    d = _cheapest(dec, _usd_per_chip_s(decode_chip, price_usd_per_kwh), "decode_chip_s",
-                  dec["decode_fits"] & (dec["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))
+    p = _prefill_pool(model, prefill_chip, isl, osl, price_usd_per_kwh)
+    d = _decode_pool(model, decode_chip, isl, osl, min_tokens_per_s_per_user, price_usd_per_kwh)
+    return _split(model, prefill_chip, decode_chip, isl, p, d, price_usd_per_kwh)
+
+
+def _prefill_pool(model: str, accelerator: str, isl: float, osl: float, price_usd_per_kwh: float) -> pd.Series | None:
+    pre = _phases(model, accelerator, isl, osl)
+    return _cheapest(pre, _usd_per_chip_s(accelerator, price_usd_per_kwh), "prefill_chip_s", pre["prefill_fits"])
+
+
+def _decode_pool(model: str, accelerator: str, isl: float, osl: float, min_tokens_per_s_per_user: float,
+                 price_usd_per_kwh: float) -> pd.Series | None:
+    dec = _phases(model, accelerator, isl, osl)
+    return _cheapest(dec, _usd_per_chip_s(accelerator, price_usd_per_kwh), "decode_chip_s",
+                     dec["decode_fits"] & (dec["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))
+
+
+def _split(model: str, prefill_chip: str, decode_chip: str, isl: float, p: pd.Series | None, d: pd.Series | None,
+           price_usd_per_kwh: float) -> dict:
+    """:func:`disaggregated`'s result from each pool's cheapest row (None: that pool has none)."""
     if p is None or d is None:
         return dict.fromkeys(KEYS)
-    cost = request_cost(p["prefill_chip_s"], d["decode_chip_s"], chip(prefill_chip).power_w, chip(decode_chip).power_w,
-                        usd_per_hour(prefill_chip), usd_per_hour(decode_chip), price_usd_per_kwh)
-    transfer = kv_transfer_s(model, prefill_chip, decode_chip, isl)
+    cost = request_cost.unchecked(p["prefill_chip_s"], d["decode_chip_s"], chip(prefill_chip).power_w,
+                                  chip(decode_chip).power_w, usd_per_hour.unchecked(prefill_chip),
+                                  usd_per_hour.unchecked(decode_chip), price_usd_per_kwh)
+    transfer = kv_transfer_s.unchecked(model, prefill_chip, decode_chip, isl)
     return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(p["chips"]),
             "decode_chips": float(d["chips"]), "decode_batch": float(d["batch"]), "tpot_s": float(d["tpot_alone_s"]),
             "ttft_s": float(p["prefill_wait_s"] + transfer), "transfer_s": transfer,
@@ -230,9 +246,14 @@ def comparison(model: str, workload: str, min_tokens_per_s_per_user: float, pric
     target are left out."""
     rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a,
              **single_pool(model, a, workload, min_tokens_per_s_per_user, price_usd_per_kwh)} for a in priced_chips()]
+    # Each chip's cheapest prefill pool and decode pool do not depend on its partner: find them
+    # once, then price every pairing (as disaggregated does, pair by pair).
+    isl, osl = lengths(workload)
+    chips = priced_chips()
+    pre = {c: _prefill_pool(model, c, isl, osl, price_usd_per_kwh) for c in chips}
+    dec = {c: _decode_pool(model, c, isl, osl, min_tokens_per_s_per_user, price_usd_per_kwh) for c in chips}
     rows += [{"kind": "split", "prefill_chip": p, "decode_chip": d,
-              **disaggregated(model, p, d, workload, min_tokens_per_s_per_user, price_usd_per_kwh)}
-             for p in priced_chips() for d in priced_chips()]
+              **_split(model, p, d, isl, pre[p], dec[d], price_usd_per_kwh)} for p in chips for d in chips]
     frame = pd.DataFrame(rows).dropna(subset=["usd"]).reset_index(drop=True)
     if frame.empty:
         raise ValueError(f"min_tokens_per_s_per_user: no configuration of {model} reaches "

@@ -90,6 +90,21 @@ def test_comparison_rows_add_up_and_are_relative_to_the_cheapest_single_pool():
     np.testing.assert_allclose(dearer["usd"] - frame["usd"], frame["joules"] / 3.6e6 * 0.08, rtol=1e-9)
 
 
+@pytest.mark.parametrize("workload, target", [("8k/1k", 50.0), ("1k/8k", 20.0)])
+def test_comparison_prices_every_pair_as_disaggregated_does(workload, target):
+    """comparison finds each chip's cheapest pools once and pairs them; disaggregated, pair by pair."""
+    frame = disagg.comparison(M, workload, target, 0.12).set_index(["kind", "prefill_chip", "decode_chip"])
+    for p in disagg.priced_chips():
+        for d in disagg.priced_chips():
+            alone = disagg.disaggregated(M, p, d, workload, target, 0.12)
+            if alone["usd"] is None:
+                assert ("split", p, d) not in frame.index
+                continue
+            row = frame.loc[("split", p, d)]
+            for key, value in alone.items():
+                np.testing.assert_allclose(row[key], value, rtol=1e-12, err_msg=f"{p} → {d}: {key}")
+
+
 def test_priced_chips_have_sourced_prices_and_power():
     prices = data.load("hourly_prices").dropna(subset=["price_usd_per_gpu_hour"]).set_index("system")
     for a in disagg.priced_chips():
