@@ -36,8 +36,9 @@ book: $(STAMP)
 	@echo "Open _build/html/index.html, or serve it: $(BIN)/python -m http.server -d _build/html 8000 --bind 127.0.0.1"
 
 # One pytest worker per core (pytest-xdist); tests/conftest.py decides what runs once and what stays together.
+# The 25 slowest steps are listed at the end, so that a run's log says where the suite's time goes.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --durations=25
 
 check: $(STAMP)
 	$(BIN)/python -m pytest -m "$(FAST)"
