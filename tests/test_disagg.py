@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -166,3 +168,18 @@ def test_the_figure_draws_the_models_costs():
     assert totals["B200 → GB200"] == pytest.approx(b200["usd"] * 1000, rel=1e-12)
     kwh = frame.groupby("configuration")["kwh_per_k"].sum()["B200 → GB200"]
     assert kwh == pytest.approx(b200["joules"] * 1000 / 3.6e6, rel=1e-12)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.35, 1.0])
+def test_the_kernel_figure_marks_amdahls_gain_at_the_chosen_share(share):
+    # The module, not the figure factory of the same name that perwatt.figures exports.
+    kernel_gains = importlib.import_module("perwatt.figures.kernel_gains")
+    low, high = amdahl.reported_speedups()
+    frame = kernel_gains.gain_frame(share)
+    chosen = frame[frame["kind"] == "chosen"].set_index("end")["whole_gain"]
+    # By hand: 1 / ((1 - f) + f / s), which is 1 with no share and the kernel's own gain with all of it.
+    for end, s in (("low", low), ("high", high)):
+        assert chosen[end] == pytest.approx(1 / ((1 - share) + share / s), rel=1e-12)
+    curve = frame[frame["kind"] == "curve"]
+    assert curve.groupby("end")["whole_gain"].is_monotonic_increasing.all()
+    assert curve.groupby("end")["whole_gain"].max().to_dict() == pytest.approx({"low": low, "high": high})

@@ -11,7 +11,7 @@ from __future__ import annotations
 # Imported in chapter order: the registry lists figures in the order the chapters show them.
 from perwatt.figures import per_watt, benchmark_tables, prefill_decode  # noqa: F401  # isort: skip
 from perwatt.figures import speculative_decoding, agent_workloads, fleet_choices  # noqa: F401  # isort: skip
-from perwatt.figures import disaggregated  # noqa: F401  # isort: skip
+from perwatt.figures import disaggregated, kernel_gains  # noqa: F401  # isort: skip
 from perwatt.figures import token_cost  # noqa: F401  # isort: skip
 from perwatt.figures.agent_workloads import AGENT_MODEL, serving_load_frame  # noqa: F401
 from perwatt.figures.agent_workloads import waiting_agents_frame  # noqa: F401
