@@ -45,7 +45,7 @@ def _draw(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
     return framed(alt.layer(curves, points, labels),
                   "What a faster kernel does for the whole model",
                   ["Kernel gains as the first-results article reports them;",
-                   "the kernels' share of the time is yours to set: nobody published it."], 320, 220)
+                   "the kernels' share of the time is yours to set:", "no source the book found gives it."], 320, 220)
 
 
 @figure
