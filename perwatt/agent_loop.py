@@ -41,11 +41,13 @@ STEPS = checks.rule(checks.integer, maximum=10_000)
 LENGTH = checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS)
 HELD = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)  # tokens a session's cache holds
 SHARE = checks.rule(checks.optional, checks.fraction)
+#: A busy instance draws some power: with none, every energy (and the ratio of two) would be 0 or 0/0.
+BUSY_SHARE = checks.rule(checks.optional, checks.rule(checks.fraction, zero=False))
 LOOP = dict(model=checks.TEXT, accelerator=checks.TEXT, sessions=checks.BATCH, steps=STEPS, tool_s=checks.SECONDS,
             initial_context=checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS),
             context_growth=LENGTH, output_tokens=checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS),
             hold=checks.FLAG, chips=checks.rule(checks.optional, checks.rule(checks.integer, maximum=checks.MAX_CHIPS)),
-            idle_fraction=SHARE, active_fraction=SHARE, assumptions=checks.kind(Assumptions))
+            idle_fraction=SHARE, active_fraction=BUSY_SHARE, assumptions=checks.kind(Assumptions))
 
 
 def _final_context(initial_context: float, steps: int, context_growth: float, output_tokens: float) -> float:
