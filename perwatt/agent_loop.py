@@ -113,7 +113,9 @@ def closed_loop(model: str, accelerator: str, sessions, steps: int, tool_s, init
     chips = instance_chips(model, accelerator, final) if chips is None else chips
     capacity = session_capacity(model, accelerator, chips, final, assumptions)
     if capacity < 1:
-        raise ValueError(f"chips: {chips} {accelerator} chips cannot hold {model} and one {final:,.0f}-token session")
+        raise ValueError(f"chips: {chips} {accelerator} chips cannot hold {model} and one {final:,.0f}-token session "
+                         "(initial_context + (steps - 1) × context_growth + output_tokens): give more chips or "
+                         "shorter lengths")
     tool = np.asarray(tool_s, dtype=float)[..., None]
     wanted = np.asarray(sessions, dtype=float)[..., None]
     n = np.minimum(wanted, capacity) if hold else wanted

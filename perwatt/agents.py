@@ -117,7 +117,8 @@ def _profiles(model: str) -> dict[str, SystemProfile]:
                   tool_s=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_SECONDS),
                   initial_context=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0,
                                                                             maximum=checks.MAX_TOKENS)),
-                  output_tokens=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0,
+                  # A call writes at least one token: with none, and no context, a task takes no model time.
+                  output_tokens=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=1.0,
                                                                           maximum=checks.MAX_TOKENS)))
 def task_comparison(model: str, steps: int, context_growth: float, cache_hit: float, tool_s: float,
                     initial_context: float | None = None, output_tokens: float | None = None) -> pd.DataFrame:

@@ -105,9 +105,15 @@ def per_million(usd_per_hour, tokens_per_s, prefill_share, input_fraction) -> di
     tokens/s: over all tokens (``total``), and per input and per output token, the chip-hour shared
     by time (``prefill_share`` of it to the input tokens, the rest to the output tokens)."""
     per_token = usd_per_hour / SECONDS_PER_HOUR / tokens_per_s
-    return {"total": per_token * 1e6,
-            "input": prefill_share * per_token / input_fraction * 1e6,
-            "output": (1 - prefill_share) * per_token / (1 - input_fraction) * 1e6}
+    out = {"total": per_token * 1e6,
+           "input": prefill_share * per_token / input_fraction * 1e6,
+           "output": (1 - prefill_share) * per_token / (1 - input_fraction) * 1e6}
+    for key, value in out.items():
+        if not np.all(np.isfinite(value)):  # a rate or a share so close to 0 (or 1) that a float overflows
+            raise ValueError(f"tokens_per_s and input_fraction: the cost per {key} token overflows a float "
+                             f"(tokens_per_s {np.min(tokens_per_s):g}, input_fraction {np.min(input_fraction):g} "
+                             f"to {np.max(input_fraction):g})")
+    return out
 
 
 @checks.validated(usd_per_million_tokens=checks.positive)
