@@ -216,8 +216,7 @@ def instances(name: str, value: Any, kind: type, *, nonempty: bool = True) -> li
 
 def broadcastable(**values: Any) -> None:
     """Arrays that must broadcast together (NumPy's rules); raise ValueError naming them if not."""
-    # Lists count too: a caller may pass one unchecked, and NumPy would broadcast it all the same.
-    shaped = {name: np.shape(v) for name, v in values.items() if isinstance(v, (np.ndarray, pd.Series, list, tuple))}
+    shaped = {name: np.shape(v) for name, v in values.items() if isinstance(v, (np.ndarray, pd.Series))}
     try:
         np.broadcast_shapes(*shaped.values())
     except ValueError:

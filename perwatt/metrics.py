@@ -55,10 +55,12 @@ def energy_cost_per_million_tokens(
     ``joules_per_token`` is energy at the IT level (chip or all-in); the facility draws
     ``pue`` times that, paid at ``price_usd_per_kwh``.
     """
+    # Checked first, so that a list becomes an array whose shape the broadcast check sees.
+    joules = checks.nonnegative("joules_per_token", joules_per_token)
     price = checks.price_usd_per_kwh("price_usd_per_kwh", price_usd_per_kwh)
     facility = checks.pue("pue", pue)
-    checks.broadcastable(joules_per_token=joules_per_token, price_usd_per_kwh=price, pue=facility)
-    return kwh_per_million_tokens(joules_per_token) * facility * price
+    checks.broadcastable(joules_per_token=joules, price_usd_per_kwh=price, pue=facility)
+    return kwh_per_million_tokens(joules) * facility * price
 
 
 def chip_throughput(tps_per_kw: Numeric, power_w: Numeric) -> Numeric:
