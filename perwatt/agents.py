@@ -87,7 +87,7 @@ def profiles(model: str) -> dict[str, SystemProfile]:
     return _profiles(model)
 
 
-@data.cached
+@data.stored
 def _profiles(model: str) -> dict[str, SystemProfile]:
     drawn = catalog.lengths()
     isl, osl = drawn.isl_mean, drawn.osl_mean

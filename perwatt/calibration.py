@@ -161,7 +161,7 @@ def errors(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
     return out
 
 
-@data.cached
+@data.stored
 def measured_errors() -> pd.DataFrame:
     """:func:`errors` on every measured point at the calibrated defaults (computed once per data folder)."""
     return errors(catalog.measured())
@@ -235,7 +235,7 @@ def refit_by_chip(parameter: str) -> pd.DataFrame:
     return _refit_by_chip(parameter).copy()
 
 
-@data.cached
+@data.stored
 def _refit_by_chip(parameter: str) -> pd.DataFrame:
     table = catalog.measured()
     table = table[usable(table) == ""]

@@ -134,7 +134,7 @@ def _read_end(curve: pd.DataFrame, end: str) -> pd.Series:
     return row
 
 
-@data.cached
+@data.stored
 def _points(model: str, systems: tuple) -> pd.DataFrame:
     rows = []
     for system in systems:

@@ -112,7 +112,7 @@ def _layouts(spec) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["chips", "ep", "dp_attention"])
 
 
-@data.cached
+@data.stored
 def _terms(model: str, precision: str) -> pd.DataFrame:
     spec = model_spec(model).with_precision(precision)
     grid = _layouts(spec).merge(pd.DataFrame({"batch": np.asarray(BATCHES, dtype=float)}), how="cross")

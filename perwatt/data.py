@@ -20,10 +20,10 @@ from typing import TypeVar
 
 import pandas as pd
 
-from perwatt import csvfile, rules
+from perwatt import csvfile, rules, store
 from perwatt.csvfile import DataError
 
-__all__ = ["DataError", "cached", "clear_cache", "dictionary", "load", "resources", "validate_file"]
+__all__ = ["DataError", "cached", "clear_cache", "stored", "dictionary", "load", "resources", "validate_file"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -157,6 +157,20 @@ def cached(function: F) -> F:
     return wrapper
 
 
+def stored(function: F) -> F:
+    """:func:`cached`, and also kept on disk for other processes when ``PERWATT_STORE`` names a
+    folder (:mod:`perwatt.store`): for results that take seconds, asked for by every build,
+    kernel and test. Its arguments must be picklable to be stored (others are only cached)."""
+    name = f"{function.__module__}.{function.__qualname__}"
+
+    @functools.wraps(function)
+    def computed(*args, **kwargs):
+        return store.remembered(lambda: function(*args, **kwargs), str(data_dir().resolve()), name,
+                                (args, sorted(kwargs.items())))
+
+    return cached(computed)
+
+
 @functools.cache
 def _load_cached(name: str, directory: str) -> pd.DataFrame:
     all_resources = resources(Path(directory))
@@ -215,6 +229,7 @@ def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
 def clear_cache() -> None:
     """Forget loaded files and everything computed from them (after editing data in a live session)."""
     _load_cached.cache_clear()
+    store.clear()
     for forget in _CACHES:
         forget.cache_clear()
 

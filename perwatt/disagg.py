@@ -115,7 +115,7 @@ def _fits(spec, device, chips, ep, dp, sequences, context) -> np.ndarray:
     return held <= device.hbm_bytes * DEFAULTS.usable_hbm_fraction
 
 
-@data.cached
+@data.stored
 def _phases(model: str, accelerator: str, isl: float, osl: float) -> pd.DataFrame:
     """Every layout and batch of one chip that fits, with both phases' times and chip-seconds per
     request, alone (prefill pool, decode pool) and together (one pool, as serving.serve has it)."""

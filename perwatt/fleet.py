@@ -183,14 +183,32 @@ def _solve(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, up
            integral: bool) -> tuple[int, str, np.ndarray]:
     """HiGHS on one programme, given as the bytes of its float64 arrays so that a chapter asking the
     same question twice (a figure's default setting and the prose's plan) solves it once: a
-    zero-gap solve takes about a second. Returns the solver's status, message and solution."""
+    zero-gap solve takes about a second. Returns the solver's status, message and solution (read-only:
+    every caller shares it)."""
+    try:
+        status, message, x = _highs(costs, matrix, shape, lower, upper, integral)
+    except _TimedOut as stopped:
+        status, message, x = 1, str(stopped), np.zeros(shape[1])
+    x = x.copy()
+    x.setflags(write=False)
+    return status, message, x
+
+
+class _TimedOut(Exception):
+    """HiGHS stopped at its time limit: raised, not returned, so that the store never keeps an
+    answer that depends on how busy the machine was."""
+
+
+@data.stored
+def _highs(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, upper: tuple,
+           integral: bool) -> tuple[int, str, np.ndarray]:
     c = np.frombuffer(costs, dtype=float)
     a = np.frombuffer(matrix, dtype=float).reshape(shape)
     # No relative gap: HiGHS's default (0.01 %) lets it stop at a plan a few dollars an hour dearer
     # than the cheapest, and which near-tie it stops at would then decide the plan's composition.
     result = milp(c, constraints=LinearConstraint(a, lower, upper), integrality=np.full(c.size, 1 if integral else 0),
                   bounds=Bounds(0, np.inf), options={"time_limit": SOLVER_TIME_LIMIT_S, "mip_rel_gap": 0.0})
+    if result.status == 1:
+        raise _TimedOut(str(result.message))
     x = np.zeros(c.size) if result.x is None else np.array(result.x)
-    x.setflags(write=False)
     return int(result.status), str(result.message), x
-

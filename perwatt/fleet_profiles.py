@@ -62,7 +62,7 @@ def _point(spec, device: Chip, best: pd.Series | None, isl: float, osl: float, a
             "watts": float(watts), "tokens_per_s_per_user": float(best["tokens_per_s_per_user"])}
 
 
-@data.cached
+@data.stored
 def _sourced_point(model: str, accelerator: str, isl: float, osl: float, min_rate: float, power_w: float) -> dict:
     device = dataclasses.replace(chip(accelerator), power_w=power_w)
     frame = serving.frontier(model, accelerator, isl=isl, osl=osl)
@@ -167,7 +167,7 @@ def _reported_workload(name: str, value) -> Workload:
     return value
 
 
-@data.cached
+@data.stored
 def _solved(model: str, tflops: float, hbm_gb: float) -> tuple[Chip, dict]:
     point = catalog.results().set_index(["model", "system"]).loc[(model, catalog.CANDIDATE)]
     solved = inverse.inverse(model, float(point["interactivity"]), float(point["tps_per_kw"]), JALAPENO_CHIPS,
@@ -187,7 +187,7 @@ def jalapeno_chip(model: str, assumptions: JalapenoAssumptions) -> tuple[Chip, d
     return device, dict(solved)
 
 
-@data.cached
+@data.stored
 def _jalapeno_point(model: str, tflops: float, hbm_gb: float, isl: float, osl: float, min_rate: float) -> dict:
     device, _ = _solved(model, tflops, hbm_gb)
     spec = model_spec(model)

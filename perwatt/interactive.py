@@ -31,7 +31,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
-from perwatt import render
+from perwatt import data, render, store
 
 WidgetKind = Literal["slider", "radio", "select"]
 #: Significant digits of the numbers a static chart ships (see :func:`csv_data`).
@@ -201,8 +201,16 @@ class InteractiveFigure:
 
     @cached_property
     def grid(self) -> pd.DataFrame:
-        """The model evaluated at every grid point, one block of rows per setting."""
-        return pd.concat([self.frame(**s) for s in self.settings()], ignore_index=True)
+        """The model evaluated at every grid point, one block of rows per setting (kept in the
+        store, :mod:`perwatt.store`, when it is on and the model is a function of the package)."""
+        def evaluate() -> pd.DataFrame:
+            return pd.concat([self.frame(**s) for s in self.settings()], ignore_index=True)
+
+        module, name = getattr(self.compute, "__module__", None) or "", getattr(self.compute, "__qualname__", "<")
+        if not module.startswith("perwatt.") or "<" in name:  # a reader's own or a closure: its code is not fingerprinted
+            return evaluate()
+        asked = (self.name, [(c.name, tuple(c.options)) for c in self.controls])
+        return store.remembered(evaluate, str(data.data_dir().resolve()), f"{module}.{name} (grid)", asked)
 
     def _usermeta(self, with_table: bool) -> dict:
         meta = {"figure": self.name, "keys": list(self.keys), "values": list(self.values),

@@ -8,7 +8,9 @@ to reuse it while iterating locally; CI never sets it.
 ``make test`` spreads the tests over the machine's cores with pytest-xdist. Work that several
 tests read is done once per run, not once per worker (:func:`once_per_run`): the book's build,
 which starts in the background as soon as a worker's session begins, a second clean build for
-the reproducibility and cache checks, and the tour of every page in Chromium. The tests of a
+the reproducibility and cache checks, and the tour of every page in Chromium. Slow model results
+are computed once per run too, through the store (:mod:`perwatt.store`), which every process of
+the run shares. The tests of a
 module with a module-scoped fixture (a JupyterLab, a kernel, a bare virtual environment) all
 run on one worker, so that fixture is set up once.
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from perwatt import devtools
+from perwatt import devtools, store
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,16 @@ def _uses(item: pytest.Item, fixture: str) -> bool:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _builds_start_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _one_store_per_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Turn on the store of slow results (:mod:`perwatt.store`) for every process of the run: the
+    builds, their kernels, the handouts and the workers then compute each fleet plan, serving sweep
+    and figure grid once between them. A store the caller already named is used as it is."""
+    os.environ.setdefault(store.VARIABLE, str(run_folder(tmp_path_factory) / "store"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _builds_start_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                        _one_store_per_run: None) -> None:
     """Start the builds the selected tests need as soon as the session begins, in the background:
     the other tests run meanwhile, and the first to need a build waits only for what is left of it."""
     if os.environ.get("PERWATT_SITE"):

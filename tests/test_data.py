@@ -244,7 +244,7 @@ def test_a_cell_failing_its_pattern_is_refused(broken, old, new, bad):
 
 # clear_cache must reach every cache (issue 16: skipping one went unnoticed).
 def _cached_functions() -> list:
-    """Every function in perwatt/ decorated with ``@data.cached``, found in the source, and every
+    """Every function in perwatt/ decorated with ``@data.cached`` or ``@data.stored``, found in the source, and every
     figure factory (``figures.kit.figure`` wraps each in ``data.cached``)."""
     import ast
     import importlib
@@ -254,7 +254,8 @@ def _cached_functions() -> list:
     for path in sorted((DATA.parent / "perwatt").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "data.cached" for d in node.decorator_list):
+            if isinstance(node, ast.FunctionDef) and any(ast.unparse(d) in ("data.cached", "data.stored")
+                                                             for d in node.decorator_list):
                 module = ".".join(path.relative_to(DATA.parent).with_suffix("").parts)
                 found.append(getattr(importlib.import_module(module), node.name))
     return found + list(figures.kit.REGISTRY)
@@ -269,6 +270,7 @@ CACHE_ARGUMENTS = {"_profiles": ("gpt-oss-120b",), "_load_curve": (1,), "_model_
                    "_phases": ("gpt-oss-120b", "h100", 1024.0, 1024.0),
                    "_points": ("deepseek-r1", ("h100",)),
                    "_solve": (b"\0" * 8, b"\0" * 8, (1, 1), (0.0,), (1.0,), True),
+                   "_highs": (b"\0" * 8, b"\0" * 8, (1, 1), (0.0,), (1.0,), True),
                    "_price_per_chip_hour": ("gb200",), "_loop_grid": ("gpt-oss-120b", 5, True)}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tolerances import SHIPPED_RTOL
 
-from perwatt import accounting, catalog, figures, metrics, render, serving
+from perwatt import accounting, catalog, figures, metrics, render, serving, store
 from perwatt.interactive import Control, InteractiveFigure
 
 FIGURES = {f.name: f for f in figures.all_figures()}
@@ -196,10 +197,13 @@ print(json.dumps([render.chart_html(f.chart().to_dict()) for f in figures.all_fi
 
 @pytest.mark.slow
 def test_two_fresh_processes_give_identical_chart_html():
+    # One computes every figure from nothing; the other reads what this run's store holds (or
+    # fills it): so the model is deterministic across processes, and the store returns its answers.
+    assert os.environ.get(store.VARIABLE), "the test run's store is on (tests/conftest.py)"
     runs = [
         subprocess.run([sys.executable, "-c", _SPEC_HTML], capture_output=True, text=True, check=True,
-                       env={"PERWATT_RENDER": "static", "PATH": ""}).stdout
-        for _ in range(2)
+                       env={"PERWATT_RENDER": "static", "PATH": "", **extra}).stdout
+        for extra in ({}, {store.VARIABLE: os.environ[store.VARIABLE]})
     ]
     assert runs[0] == runs[1]
     assert len(json.loads(runs[0])) == len(FIGURES)

@@ -77,7 +77,7 @@ LOAD_RATES = (0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 IDLE_SHARES = (0.1, 0.2, 0.5, 1.0)
 
 
-@data.cached
+@data.stored
 def _load_curve(max_batch: int) -> pd.DataFrame:
     return load.load_curve(max_batch, LOAD_RATES)
 
@@ -146,7 +146,7 @@ ACTIVE_SHARES = (0.43, 1.0)
 SESSION_COLOURS = {"1": "#94a3b8", "8": "#0e7490", "32": "#7c3aed", "128": "#c2410c"}
 
 
-@data.cached
+@data.stored
 def _loop_grid(model: str, steps: int, hold: bool) -> pd.DataFrame:
     # One vectorised call per model, task length and policy: sessions × tools × idle × active shares.
     sessions = np.array(LOOP_SESSIONS, dtype=float)[:, None, None, None]
