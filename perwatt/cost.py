@@ -255,8 +255,8 @@ def owned_flip(tps_per_kw_a: float, power_w_a: float, purchase_usd_a: float, tps
     fixed_b = purchase_usd_b / (lifetime_years * HOURS_PER_YEAR) + overhead_usd_per_hour
     running_a = overhead_usd_per_hour + e_a * price_usd_per_kwh
     running_b = overhead_usd_per_hour + e_b * price_usd_per_kwh
-    price = _positive_root(fixed_b * s_a - fixed_a * s_b, e_a * s_b - e_b * s_a)
-    per_hour = _positive_root(running_b * s_a - running_a * s_b, purchase_usd_a * s_b - purchase_usd_b * s_a)
+    price = _positive_root((fixed_b * s_a, fixed_a * s_b), (e_a * s_b, e_b * s_a))
+    per_hour = _positive_root((running_b * s_a, running_a * s_b), (purchase_usd_a * s_b, purchase_usd_b * s_a))
     w = tps_per_kw_a / tps_per_kw_b
     # Long lives leave the running costs: a's running cost per token against b's, against per watt.
     longer = (w > 1) == (running_a * s_b < running_b * s_a)
@@ -265,12 +265,23 @@ def owned_flip(tps_per_kw_a: float, power_w_a: float, purchase_usd_a: float, tps
             "agree_longer": bool(longer)}
 
 
-def _positive_root(numerator: float, denominator: float) -> float | None:
-    """numerator ÷ denominator where that is a positive finite number, else None."""
-    if denominator == 0:
+def _positive_root(numerator: tuple[float, float], denominator: tuple[float, float]) -> float | None:
+    """(n₁ − n₂) ÷ (d₁ − d₂) where that is a positive finite number, else None.
+
+    A difference within rounding of zero is zero: two chips whose costs tie exactly at a zero
+    price (equal fixed costs per token, say), or whose costs move in step as the input varies,
+    tie at no positive value, and a residue of 1e-17 must not be reported as a flip at a price of
+    1e-17 US$/kWh or a lifetime of 1e-14 years."""
+    top, bottom = _difference(*numerator), _difference(*denominator)
+    if top == 0 or bottom == 0:
         return None
-    root = numerator / denominator
+    root = top / bottom
     return root if np.isfinite(root) and root > 0 else None
+
+
+def _difference(a: float, b: float) -> float:
+    """a − b, or 0 where it is within rounding of both."""
+    return 0.0 if abs(a - b) <= 1e-12 * max(abs(a), abs(b)) else a - b
 
 
 def _or_nan(value: float | None) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from perwatt import cost, crosschip, figures
@@ -130,6 +130,11 @@ def _owned_cost(y, p, k, life, pue, price, overhead):
 
 
 @settings(max_examples=200)
+# Equal fixed costs per token: they tie at a price of zero, so at no positive price (a rounding
+# residue once reported a flip at 1e-17 US$/kWh).
+@example(ya=100.0, pa=1000.0, ka=1000.0, yb=1376.0, pb=100.0, kb=1376.0, life=1.0, overhead=0.0, price=1.0)
+# Equal purchase costs per token: no lifetime ties them (a residue once gave 9e-15 years).
+@example(ya=12533.0, pa=100.0, ka=12533.0, yb=19141.0, pb=100.0, kb=19141.0, life=1.0, overhead=0.0, price=1.0)
 @given(ya=RATE, pa=POWER, ka=PURCHASE, yb=RATE, pb=POWER, kb=PURCHASE, life=st.floats(1.0, 10.0),
        overhead=st.floats(0.0, 1.0), price=st.floats(0.01, 1.0))
 def test_owned_flip_ties_at_its_price_and_lifetime_and_agrees_as_stated(ya, pa, ka, yb, pb, kb, life, overhead, price):
