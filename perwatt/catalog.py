@@ -26,14 +26,19 @@ def label(frame: pd.DataFrame) -> pd.DataFrame:
     """Add display labels for model and system columns, where present. A name the book does not
     know (a reader's own model or system) is its own label."""
     out = frame.copy()
-    models = data.load("models").set_index("model")["label"]
-    systems = data.load("systems").set_index("system")["label"]
+    models, systems = _labels("models", "model"), _labels("systems", "system")
     if "model" in out:
         out["model_label"] = out["model"].map(models).fillna(out["model"])
     for column in ("system", "baseline"):
         if column in out:
             out[f"{column}_label"] = out[column].map(systems).fillna(out[column])
     return out
+
+
+@data.cached
+def _labels(resource: str, key: str) -> dict[str, str]:
+    table = data.load(resource)
+    return dict(zip(table[key], table["label"]))
 
 
 def wide(long: pd.DataFrame) -> pd.DataFrame:
@@ -84,13 +89,20 @@ def table_workload() -> str:
     return str(workloads.loc[workloads["behind_table"], "workload"].iloc[0])
 
 
+@data.cached
+def _workload_rows() -> dict[str, pd.Series]:
+    # Looked up thousands of times a chapter: indexing the table each time was most of the cost.
+    workloads = data.load("workloads").set_index("workload")
+    return {str(name): row for name, row in workloads.iterrows()}
+
+
 def workload(name: str | None = None) -> pd.Series:
     """One workload's row (the table's by default): target lengths and the ranges drawn from."""
-    workloads = data.load("workloads").set_index("workload")
+    rows = _workload_rows()
     name = table_workload() if name is None else name
-    if name not in workloads.index:
-        raise ValueError(f"workload must be one of {list(workloads.index)}, got {name!r}")
-    return workloads.loc[name]
+    if name not in rows:
+        raise ValueError(f"workload must be one of {list(rows)}, got {name!r}")
+    return rows[name].copy()
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,7 @@ class Lengths:
         return (self.isl_mean + self.osl_mean) / self.osl_mean
 
 
+@data.cached
 def lengths(name: str | None = None) -> Lengths:
     """The lengths a workload draws (the table's by default; see :class:`Lengths`)."""
     w = workload(name)
@@ -155,12 +168,18 @@ def assumption(assumption_id: str) -> float:
     return table[assumption_id]
 
 
+@data.cached
+def _pues() -> dict[str, float]:
+    table = data.load("pue")
+    return {str(c): float(p) for c, p in zip(table["cooling"], table["pue"])}
+
+
 def facility_pue(cooling: str = "direct liquid") -> float:
     """InferenceX's PUE for a cooling type (pue.csv); NVL72 racks are liquid-cooled."""
-    table = data.load("pue").set_index("cooling")["pue"]
-    if cooling not in table.index:
-        raise ValueError(f"cooling must be one of {list(table.index)}, got {cooling!r}")
-    return float(table[cooling])
+    table = _pues()
+    if cooling not in table:
+        raise ValueError(f"cooling must be one of {list(table)}, got {cooling!r}")
+    return table[cooling]
 
 
 def source_titles() -> dict[str, str]:
@@ -176,7 +195,10 @@ def article_ids() -> list[str]:
 
 
 def accelerator_label(name: str) -> str:
-    return str(data.load("accelerators").set_index("accelerator").loc[name, "label"])
+    labels = _labels("accelerators", "accelerator")
+    if name not in labels:
+        raise KeyError(name)  # as the table lookup it replaces raised
+    return str(labels[name])
 
 
 @data.cached
