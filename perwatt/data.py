@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,22 +21,12 @@ import pandas as pd
 
 from perwatt import csvfile, rules, store
 from perwatt.csvfile import DataError
+from perwatt.datadir import DEFAULT_DATA_DIR, ENVIRONMENT_VARIABLE, data_dir  # noqa: F401 (this module's API too)
 
 __all__ = ["DataError", "cached", "clear_cache", "stored", "dictionary", "load", "resources", "validate_file"]
 
 F = TypeVar("F", bound=Callable)
 
-#: Where the data lives unless ``PERWATT_DATA`` points elsewhere.
-DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-#: The environment variable that points the package at another data folder.
-ENVIRONMENT_VARIABLE = "PERWATT_DATA"
-
-
-def data_dir() -> Path:
-    """The folder holding ``datapackage.json`` and the CSV files."""
-    return Path(os.environ.get(ENVIRONMENT_VARIABLE, DEFAULT_DATA_DIR))
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,14 @@ Made from a built book (``make book``), so the numbers are the site's own:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import json
 import pickle
 import re
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -242,12 +246,37 @@ def filename(chapter: Path, answers: bool = False) -> str:
     return f"{position:02d}-{chapter.stem}{'-answers' if answers else ''}.ipynb"
 
 
-def render(chapters: list[Path], index: BookIndex, build: Path = BUILD, answers: bool = False) -> dict[str, str]:
-    """Each chapter's handout as the exact text to write, by file name."""
+def render(chapters: list[Path], index: BookIndex, build: Path = BUILD, answers: bool = False,
+           cache: Path | None = None) -> dict[str, str]:
+    """Each chapter's handout as the exact text to write, by file name. With ``cache``, each text is
+    kept there under everything it is made from, for later builds (the build passes one)."""
+    return {filename(c, answers): _rendered(c, index, glue_values(c, build), answers, cache) for c in chapters}
+
+
+def _rendered(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bool, cache: Path | None) -> str:
     import nbformat
 
-    return {filename(c, answers): nbformat.writes(handout(c, index, glue_values(c, build), answers)) + "\n"
-            for c in chapters}
+    if cache is None:
+        return nbformat.writes(handout(chapter, index, glue, answers)) + "\n"
+    # Parsing the chapters is most of the work, and a rebuild usually changes one of them or none.
+    made_from = json.dumps([_source_digest(), chapter.stem, chapter.read_text(encoding="utf-8"), dataclasses.asdict(index),
+                            glue, answers], sort_keys=True, default=list)
+    kept = cache / f"{hashlib.sha256(made_from.encode()).hexdigest()}.ipynb"
+    if kept.is_file():
+        return kept.read_text(encoding="utf-8")
+    text = nbformat.writes(handout(chapter, index, glue, answers)) + "\n"
+    cache.mkdir(parents=True, exist_ok=True)
+    kept.write_text(text, encoding="utf-8")
+    return text
+
+
+@functools.cache
+def _source_digest() -> str:
+    """This package's source and the notebook libraries' versions: what turns a chapter into a handout."""
+    digest = hashlib.sha256(f"jupytext {metadata.version('jupytext')}, nbformat {metadata.version('nbformat')}".encode())
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _check_writable(out: Path) -> None:

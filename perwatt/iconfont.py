@@ -20,7 +20,9 @@ does, and the browser tests check that every glyph a page shows is drawn from th
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?|\\(.)", re.DOTALL)
 SOURCE_MAP = re.compile(r"/\*# sourceMappingURL=[^*]*\*/\s*")
 ASSET_LINK = re.compile(r'<(?:script[^>]*\bsrc|link[^>]*\bhref)\s*=\s*"([^"#?]+)[^"]*"', re.IGNORECASE)
 PRIVATE_USE = range(0xE000, 0xF900)
+PRIVATE_USE_CHARACTER = re.compile(f"[{chr(PRIVATE_USE.start)}-{chr(PRIVATE_USE.stop - 1)}]")
 
 
 def unescape_css(text: str) -> str:
@@ -68,7 +71,7 @@ def icon_characters(css: str) -> dict[str, str]:
 def css_drawn_characters(css: str) -> set[str]:
     """Private-use characters the stylesheet uses outside its icon rules (the icons CSS draws itself)."""
     rest = unescape_css(ICON_RULE.sub("", css))
-    return {c for c in rest if ord(c) in PRIVATE_USE}
+    return set(PRIVATE_USE_CHARACTER.findall(rest))
 
 
 def trim_icon_rules(css: str, keep: set[str]) -> str:
@@ -146,15 +149,33 @@ def subset_font(source: Path, target: Path, characters: Iterable[str], flavor: s
     font.save(target, reorderTables=False)
 
 
-def ship_used_icons(static: Path, theme_static: Path) -> IconUse:
+def _subset_remembered(source: Path, target: Path, characters: Iterable[str], flavor: str | None,
+                       cache: Path) -> None:
+    """:func:`subset_font`, its output kept in ``cache`` under the font, the flavour and the characters."""
+    chars = "".join(sorted(set(characters)))
+    key = hashlib.sha256(source.read_bytes() + f"\0{flavor}\0{chars}".encode()).hexdigest()
+    kept = cache / f"{key}.font"
+    if not kept.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        subset_font(source, kept, chars, flavor)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(kept, target)
+
+
+def ship_used_icons(static: Path, theme_static: Path, cache: Path | None = None) -> IconUse:
     """Cut the icon fonts and rules in the built site's ``static`` folder to what its pages use,
-    from the originals in the theme's ``theme_static`` folder."""
+    from the originals in the theme's ``theme_static`` folder. With ``cache``, the cut fonts are
+    kept there for later builds that use the same icons."""
     icon_css = (theme_static / STYLESHEET).read_text(encoding="utf-8")
     use = find_icon_use(static.parent, icon_css)
     (static / STYLESHEET).write_text(trim_icon_rules(icon_css, set(use.classes)), encoding="utf-8")
     for name in FONTS:
         for suffix, flavor in FORMATS.items():
             source = theme_static / FONT_DIR / f"{name}{suffix}"
-            if source.is_file():
+            if not source.is_file():
+                continue
+            if cache is None:
                 subset_font(source, static / FONT_DIR / source.name, use.characters, flavor)
+            else:
+                _subset_remembered(source, static / FONT_DIR / source.name, use.characters, flavor, cache)
     return use

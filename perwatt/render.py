@@ -24,8 +24,6 @@ import json
 import os
 import re
 
-import numpy as np
-
 MODE_VARIABLE = "PERWATT_RENDER"
 STATIC_RENDERER = "perwatt-static"
 THEME = "perwatt"
@@ -104,6 +102,8 @@ def _alternative(description: str, table: dict | None) -> str:
 
 def _cell(value: object) -> str:
     """A table cell as text: numbers to four significant digits, unknowns empty."""
+    import numpy as np  # here, not at the top: the build's extension imports this module for pack_specs
+
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         number = float(value)
         if np.isnan(number):
@@ -213,6 +213,7 @@ def glue(name: str, value: object) -> None:
     NumPy scalars become plain Python numbers first, so format specs such as ``:.2f``
     apply to the number rather than to its ``np.float64(...)`` representation.
     """
+    import numpy as np
     from myst_nb import glue as myst_glue
 
     if isinstance(value, np.generic):

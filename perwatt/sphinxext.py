@@ -21,13 +21,11 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   stylesheet the pages load, most of the theme's Bootstrap (:mod:`perwatt.cssprune`);
 * puts the theme's home link inside a landmark and writes the root redirect page in full, so that
   axe finds nothing on any page;
-* works around seven things the pinned upstream packages do (see :data:`PATCHED`): Thebe's
-  duplicate ``THEBE_JS_URL`` declaration, the theme's empty colour mode, its icon script and its
-  sidebar buttons that open nothing, bibliography entries that are not list items, asset checksums
-  that differ between a first build and a rebuild, and the TeX latex2mathml does not know.
-  Each workaround names the versions it was written against, and the build warns (and so, under
-  ``-W``, fails) when an installed version differs, so that a maintainer checks whether it is
-  still needed.
+* works around what the pinned upstream packages do (:mod:`perwatt.upstream`), each workaround
+  naming the version it was written against; the build warns (and so, under ``-W``, fails) when an
+  installed version differs, so that a maintainer checks whether it is still needed;
+* keeps what a rebuild would redo unchanged (pruned stylesheets, cut fonts, handouts) beside the
+  doctrees, so that a build after a small edit redoes only what the edit changed.
 """
 
 from __future__ import annotations
@@ -42,27 +40,10 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import cssprune, devtools, execution, iconfont, mathml, render
+from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, upstream
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
-
-#: Upstream behaviour this extension works around, by the package and version it was seen in:
-#: package -> (version the workaround was written for, what it works around).
-PATCHED = {
-    "sphinx-book-theme": ("1.3.0", "declares THEBE_JS_URL a second time, beside sphinx-thebe's own "
-                                   "declaration (a page error on every page); leaves the colour mode empty "
-                                   "(a console error)"),
-    "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
-    "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
-                                      "which screen readers and axe reject"),
-    "pydata-sphinx-theme": ("0.17.1", "loads 1.5 MB of icon script, fontawesome.js, beside the web font that draws "
-                                      "the icons (templates/static); opens sidebars from hidden buttons (templates/sections)"),
-    "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
-                               "(perwatt.mathml.prepare)"),
-    "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder"),
-}
-
 
 def vega_bundle_name() -> str:
     import altair as alt
@@ -70,17 +51,28 @@ def vega_bundle_name() -> str:
     return f"perwatt-vega-{alt.SCHEMA_VERSION.lstrip('v')}.js"
 
 
+def _bundle_source() -> str:
+    """What the bundle is made from, by installed versions: read without importing Altair or
+    vl-convert, which together take a second or more of every build to import."""
+    return (f"vl-convert-python {metadata.version('vl-convert-python')}, altair {metadata.version('altair')}, "
+            "classic script")
+
+
 def write_vega_bundle(directory: Path) -> Path:
-    """Write the vendored Vega bundle into ``directory`` (only if its content changed)."""
+    """Write the vendored Vega bundle into ``directory``, unless the one there was made from the
+    same versions. Returns its path."""
+    # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
+    # It holds what the bundle was made from, then the bundle's file name.
+    stamp = directory.with_name(f"{directory.name}-vega.source")
+    source = _bundle_source()
+    if stamp.exists():
+        made_from, _, name = stamp.read_text(encoding="utf-8").partition("\n")
+        if made_from == source and (directory / name).exists():
+            return directory / name  # generating the bundle takes a second and a half; reuse it
     import vl_convert
     from altair.utils._importers import vl_version_for_vl_convert
 
     target = directory / vega_bundle_name()
-    # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
-    stamp = directory.with_name(f"{directory.name}-{target.name}.source")
-    source = f"vl-convert {vl_convert.__version__}, Vega-Lite {vl_version_for_vl_convert()}, classic script"
-    if target.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == source:
-        return target  # generating the bundle takes a second and a half; reuse it across builds
     bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
     # vl-convert ships an ES module, and Chromium refuses module scripts on pages opened from disk
     # (origin "null"). The bundle imports and exports nothing, so inside a function it runs as a
@@ -88,16 +80,14 @@ def write_vega_bundle(directory: Path) -> Path:
     # "use strict" keeps the strict semantics a module has.
     directory.mkdir(parents=True, exist_ok=True)
     target.write_text(f'(function () {{\n"use strict";\n{bundle}\n}})();\n', encoding="utf-8")
-    stamp.write_text(source, encoding="utf-8")
+    stamp.write_text(f"{source}\n{target.name}", encoding="utf-8")
     return target
 
 
 def model_fingerprint() -> str:
     """A hash of everything the chapters compute from besides their own text: the package and data/."""
-    from perwatt import data
-
     digest = hashlib.sha256()
-    files = sorted(Path(__file__).parent.rglob("*.py")) + sorted(data.data_dir().glob("*"))
+    files = sorted(Path(__file__).parent.rglob("*.py")) + sorted(datadir.data_dir().glob("*"))
     for path in files:
         if path.is_file():
             digest.update(path.name.encode())
@@ -105,16 +95,20 @@ def model_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _invalidate_stale_cache(app: Sphinx, config) -> None:
-    """jupyter-cache keys on a notebook's own cells; a change to the model must re-execute too."""
+def _model_stamp(app: Sphinx, config) -> Path:
+    """Where the fingerprint of the model the cached chapters were executed with is kept."""
     cache_path = getattr(config, "nb_execution_cache_path", "") or str(Path(app.outdir).parent / ".jupyter_cache")
-    cache = Path(cache_path)
-    stamp = cache / "perwatt-model.sha256"
-    fingerprint = model_fingerprint()
+    return Path(cache_path) / "perwatt-model.sha256"
+
+
+def _invalidate_stale_cache(app: Sphinx, config, fingerprint: str) -> None:
+    """jupyter-cache keys on a notebook's own cells; a change to the model must re-execute too.
+    The fingerprint is written only once the data has validated (see :func:`_config_inited`)."""
+    stamp = _model_stamp(app, config)
     changed = not stamp.exists() or stamp.read_text() != fingerprint
-    if changed and cache.exists():
-        shutil.rmtree(cache)
-    cache.mkdir(parents=True, exist_ok=True)
+    if changed and stamp.parent.exists():
+        shutil.rmtree(stamp.parent)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint)
     app.perwatt_model_changed = changed  # read by _reread_all_if_model_changed
 
@@ -124,15 +118,12 @@ def _reread_all_if_model_changed(app: Sphinx, env, added, changed, removed) -> l
     return sorted(env.found_docs) if getattr(app, "perwatt_model_changed", False) else []
 
 
-def _check_patched_versions() -> None:
-    from sphinx.util import logging
-
-    logger = logging.getLogger(__name__)
-    for package, (version, what) in PATCHED.items():
-        installed = metadata.version(package)
-        if installed != version:
-            logger.warning(f"perwatt.sphinxext works around {package} {version} ({what}); "
-                           f"{installed} is installed: check whether the workaround is still needed")
+def _point_kernels_at_the_books_data(app: Sphinx) -> None:
+    """The book's own data (its ``data/`` folder, unless ``PERWATT_DATA`` names another) is what
+    the kernels that run the chapters read."""
+    own = Path(app.srcdir) / "data"
+    if datadir.ENVIRONMENT_VARIABLE not in os.environ and (own / "datapackage.json").is_file():
+        os.environ[datadir.ENVIRONMENT_VARIABLE] = str(own.resolve())
 
 
 def _check_data(app: Sphinx) -> None:
@@ -145,9 +136,6 @@ def _check_data(app: Sphinx) -> None:
 
     from perwatt import data
 
-    own = Path(app.srcdir) / "data"
-    if data.ENVIRONMENT_VARIABLE not in os.environ and (own / "datapackage.json").is_file():
-        os.environ[data.ENVIRONMENT_VARIABLE] = str(own.resolve())
     try:
         data.validate_all()
     except data.DataError as err:
@@ -155,34 +143,21 @@ def _check_data(app: Sphinx) -> None:
 
 
 def _config_inited(app: Sphinx, config) -> None:
-    _check_data(app)
-    _check_patched_versions()
+    _point_kernels_at_the_books_data(app)
+    stamp, fingerprint = _model_stamp(app, config), model_fingerprint()
+    # The stamp is written only after the data validated, and it fingerprints the data and the
+    # code that validates it: if it is unchanged, this data passed this check already.
+    if not stamp.exists() or stamp.read_text() != fingerprint:
+        _check_data(app)
     os.environ[render.MODE_VARIABLE] = "static"
-    _invalidate_stale_cache(app, config)
+    _invalidate_stale_cache(app, config, fingerprint)
     generated = Path(app.doctreedir) / "perwatt-static"
-    write_vega_bundle(generated)
+    app.perwatt_vega_bundle = write_vega_bundle(generated).name
     config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
     # First, so that its navbar-logo.html and sections/header.html stand in for the theme's (which they include).
     config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.
     config.html_context = {**config.html_context, "default_mode": "light"}
-
-
-def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """sphinx-thebe and the book theme both declare THEBE_JS_URL; keep one declaration."""
-    scripts = context.get("script_files")
-    if not scripts:
-        return
-    seen_thebe_config = False
-    kept = []
-    for script in scripts:
-        body = getattr(script, "attributes", {}).get("body", "") or ""
-        if "THEBE_JS_URL" in body:
-            if seen_thebe_config:
-                continue
-            seen_thebe_config = True
-        kept.append(script)
-    scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
 
 
 def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
@@ -197,7 +172,8 @@ def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
     if theme_static is None:
         logger.warning(f"perwatt.iconfont: no theme has {iconfont.STYLESHEET}; the icon font ships whole")
         return
-    use = iconfont.ship_used_icons(Path(app.outdir) / "_static", theme_static)
+    use = iconfont.ship_used_icons(Path(app.outdir) / "_static", theme_static,
+                                   cache=Path(app.doctreedir) / "perwatt-iconfont")
     for name in sorted(use.unknown):
         logger.warning(f"perwatt.iconfont: a page uses the class {name}, which no stylesheet it loads defines")
     logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
@@ -208,7 +184,9 @@ def _prune_unused_css(app: Sphinx, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
         from sphinx.util import logging
 
-        for sheet in cssprune.prune_site(Path(app.outdir), leave={p.name for p in STATIC_DIR.glob("*.css")}):
+        # Kept beside the doctrees: a clean build starts without them, a rebuild reuses them.
+        for sheet in cssprune.prune_site(Path(app.outdir), leave={p.name for p in STATIC_DIR.glob("*.css")},
+                                         cache=Path(app.doctreedir) / "perwatt-cssprune"):
             logging.getLogger(__name__).info(f"perwatt.cssprune: {sheet.path.name} {sheet.bytes_before} -> "
                                              f"{sheet.bytes_after} bytes")
 
@@ -256,36 +234,26 @@ def _add_chart_scripts(app: Sphinx, pagename: str, templatename: str, context: d
         return
     # Deferred classic scripts run in document order after parsing, the bundle, then the loader,
     # and, unlike modules, also on a page opened from disk.
-    app.add_js_file(vega_bundle_name(), loading_method="defer", priority=600)
+    app.add_js_file(app.perwatt_vega_bundle, loading_method="defer", priority=600)
     app.add_js_file("perwatt-charts.js", loading_method="defer", priority=601)
 
 
-def _pack_chart_specs(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """The chart data is most of a chart page's bytes; ship it compressed (render.PACKED_TYPE)."""
-    body = context.get("body", "")
-    if 'class="perwatt-spec"' in body:
-        context["body"] = render.pack_specs(body)
+def _pack_chart_specs(app: Sphinx, doctree) -> None:
+    """The chart data is most of a chart page's bytes; ship it compressed (render.PACKED_TYPE).
 
+    Packed as the page is read rather than as it is written, and without docutils' second copy of
+    each output's text (its ``rawsource``, which HTML never shows): the doctree Sphinx pickles, and
+    unpickles again for numbering figures and for each cross-reference into the page, is then a
+    sixth of the size."""
+    from docutils import nodes
 
-def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """Docutils marks a bibliography as a list whose entries are not list items, which screen
-    readers (and axe, as a critical violation) reject; make the entries list items."""
-    body = context.get("body", "")
-    if 'class="citation-list"' in body:
-        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
-
-
-_CHECKSUM = re.compile(r'\?v=[0-9a-f]+"')
-
-
-def _stable_asset_urls(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """Sphinx appends a checksum to an asset's URL only if the file is already in the output
-    folder, and several extensions copy theirs only when the build finishes: a first build and
-    a rebuild would then differ. Drop the checksums so every build of a source is byte-identical."""
-    for key in ("js_tag", "css_tag"):
-        tag = context.get(key)
-        if tag is not None:
-            context[key] = lambda asset, _tag=tag: _CHECKSUM.sub('"', _tag(asset))
+    for node in doctree.findall(nodes.raw):
+        if "output" not in node["classes"] or node.get("format") != "html":
+            continue
+        node.rawsource = ""
+        text = node.astext()
+        if 'class="perwatt-spec"' in text:
+            node.replace(node.children[0], nodes.Text(render.pack_specs(text)))
 
 
 #: Where the built site keeps each chapter's student notebook.
@@ -324,19 +292,18 @@ def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:
     index = handouts.BookIndex.from_env(app.env)
     out = Path(app.outdir) / HANDOUT_DIR
     out.mkdir(exist_ok=True)
-    for name, text in handouts.render(devtools.chapter_files(), index, Path(app.outdir).parent).items():
+    for name, text in handouts.render(devtools.chapter_files(), index, Path(app.outdir).parent,
+                                      cache=Path(app.doctreedir) / "perwatt-handouts").items():
         (out / name).write_text(text, encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict:
+    upstream.connect(app)
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("env-before-read-docs", execution.execute_side_by_side)
-    app.connect("html-page-context", _drop_duplicate_thebe)
+    app.connect("doctree-read", _pack_chart_specs)
     app.connect("html-page-context", _add_chart_scripts)
-    app.connect("html-page-context", _pack_chart_specs)
-    app.connect("html-page-context", _accessible_citation_list)
-    app.connect("html-page-context", _stable_asset_urls)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
     app.connect("build-finished", _ship_used_icons)

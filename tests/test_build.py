@@ -252,13 +252,14 @@ def test_model_changes_invalidate_the_execution_cache(tmp_path):
     cache = tmp_path / ".jupyter_cache"
     app = SimpleNamespace(outdir=str(tmp_path / "html"))
     config = SimpleNamespace(nb_execution_cache_path=str(cache))
-    sphinxext._invalidate_stale_cache(app, config)
+    model = sphinxext.model_fingerprint()
+    sphinxext._invalidate_stale_cache(app, config, model)
     assert app.perwatt_model_changed  # first build: nothing to trust yet
     (cache / "executed-notebook").write_text("outputs")
-    sphinxext._invalidate_stale_cache(app, config)
+    sphinxext._invalidate_stale_cache(app, config, model)
     assert not app.perwatt_model_changed and (cache / "executed-notebook").exists()
     (cache / "perwatt-model.sha256").write_text("a different model")
-    sphinxext._invalidate_stale_cache(app, config)
+    sphinxext._invalidate_stale_cache(app, config, model)
     assert app.perwatt_model_changed and not (cache / "executed-notebook").exists()
 
 

@@ -1,0 +1,147 @@
+"""Workarounds for the pinned upstream packages the build uses, each with the version it was written for.
+
+:func:`connect` installs them on a Sphinx application (:mod:`perwatt.sphinxext` calls it), and
+:func:`check_versions` warns (and so, under ``-W``, fails the build) when an installed version
+differs from the one a workaround was written against, so that a maintainer checks whether it is
+still needed. Workarounds that live elsewhere are listed in :data:`PATCHED` too: the theme's
+templates (``perwatt/templates``) and the TeX that latex2mathml lacks (:mod:`perwatt.mathml`).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from importlib import metadata
+
+from sphinx.application import Sphinx
+
+#: Upstream behaviour this extension works around, by the package and version it was seen in:
+#: package -> (version the workaround was written for, what it works around).
+PATCHED = {
+    "sphinx-book-theme": ("1.3.0", "declares THEBE_JS_URL a second time, beside sphinx-thebe's own "
+                                   "declaration (a page error on every page); leaves the colour mode empty "
+                                   "(a console error)"),
+    "sphinx-thebe": ("0.3.1", "the other THEBE_JS_URL declaration"),
+    "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
+                                      "which screen readers and axe reject"),
+    "pydata-sphinx-theme": ("0.17.1", "loads 1.5 MB of icon script, fontawesome.js, beside the web font that draws "
+                                      "the icons (templates/static); opens sidebars from hidden buttons (templates/sections)"),
+    "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
+                               "(perwatt.mathml.prepare)"),
+    "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder; "
+                        "unpickles a chapter's whole doctree again for every numbered reference into it"),
+    "sphinx-exercise": ("1.2.1", "keeps every exercise and solution node in the environment together with its "
+                                 "whole document, so the pickled environment carries the chapters' doctrees again"),
+}
+
+
+def check_versions() -> None:
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    for package, (version, what) in PATCHED.items():
+        installed = metadata.version(package)
+        if installed != version:
+            logger.warning(f"perwatt.sphinxext works around {package} {version} ({what}); "
+                           f"{installed} is installed: check whether the workaround is still needed")
+
+
+def _detach_exercise_registry(app: Sphinx, doctree) -> None:
+    """sphinx-exercise keeps each exercise's and solution's node in the environment to number and
+    title them, and each node refers to its whole document, outputs included: the pickled
+    environment, which every build loads and saves, grew to 6.8 MB. Keep detached copies of the
+    page just read: the titles, labels and numbers it reads are all in the nodes themselves."""
+    docname = app.env.docname
+    for entry in getattr(app.env, "sphinx_exercise_registry", {}).values():
+        if entry["docname"] != docname:
+            continue
+        node = entry["node"].deepcopy()
+        node.parent = None
+        for part in node.findall():
+            part._document = None  # a node inserted into a page later finds the page's through its parent
+        entry["node"] = node
+
+
+class _ReadOnceDoctrees:
+    """A build environment whose get_doctree unpickles each document once, for lookups that only
+    read the tree. Everything else is the environment's own."""
+
+    def __init__(self, env, trees: dict) -> None:
+        self._env, self._trees = env, trees
+
+    def get_doctree(self, docname: str):
+        if docname not in self._trees:
+            self._trees[docname] = self._env.get_doctree(docname)
+        return self._trees[docname]
+
+    def __getattr__(self, name: str):
+        return getattr(self._env, name)
+
+
+#: Per environment (so per build), the doctrees numbered references have read.
+_NUMREF_TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _numref_reads_each_doctree_once() -> None:
+    """Sphinx resolves a numbered reference by unpickling the whole doctree of the page it points
+    into, once per reference: the book's 67 references into pages that carry their charts' data
+    took 2 s of every build. The lookup only reads the tree, so each tree is unpickled once."""
+    from sphinx.domains.std import StandardDomain
+
+    resolve = StandardDomain._resolve_numref_xref
+    if getattr(resolve, "perwatt", False):
+        return
+
+    def resolve_reading_once(self, env, *args, **kwargs):
+        return resolve(self, _ReadOnceDoctrees(env, _NUMREF_TREES.setdefault(env, {})), *args, **kwargs)
+
+    resolve_reading_once.perwatt = True
+    StandardDomain._resolve_numref_xref = resolve_reading_once
+
+
+def _drop_duplicate_thebe(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """sphinx-thebe and the book theme both declare THEBE_JS_URL; keep one declaration."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen_thebe_config = False
+    kept = []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body", "") or ""
+        if "THEBE_JS_URL" in body:
+            if seen_thebe_config:
+                continue
+            seen_thebe_config = True
+        kept.append(script)
+    scripts[:] = kept  # in place: Sphinx adds page-specific scripts to this same list
+
+
+def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Docutils marks a bibliography as a list whose entries are not list items, which screen
+    readers (and axe, as a critical violation) reject; make the entries list items."""
+    body = context.get("body", "")
+    if 'class="citation-list"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+_CHECKSUM = re.compile(r'\?v=[0-9a-f]+"')
+
+
+def _stable_asset_urls(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Sphinx appends a checksum to an asset's URL only if the file is already in the output
+    folder, and several extensions copy theirs only when the build finishes: a first build and
+    a rebuild would then differ. Drop the checksums so every build of a source is byte-identical."""
+    for key in ("js_tag", "css_tag"):
+        tag = context.get(key)
+        if tag is not None:
+            context[key] = lambda asset, _tag=tag: _CHECKSUM.sub('"', _tag(asset))
+
+
+def connect(app: Sphinx) -> None:
+    """Install every workaround of this module on ``app``."""
+    _numref_reads_each_doctree_once()
+    app.connect("config-inited", lambda app, config: check_versions())
+    app.connect("doctree-read", _detach_exercise_registry)
+    app.connect("html-page-context", _drop_duplicate_thebe)
+    app.connect("html-page-context", _accessible_citation_list)
+    app.connect("html-page-context", _stable_asset_urls)
