@@ -43,7 +43,7 @@ class Visit(PageVisit):
 
     def __init__(self, browser, base: str, path: str, *, clipboard: bool = False,
                  init_script: str | None = None, viewport: tuple[int, int] = (1280, 900)) -> None:
-        self.errors, self.warnings, self.off_origin = [], [], []
+        self.errors, self.warnings, self.off_origin, self.requested = [], [], [], []
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
                                            accept_downloads=True)
         if clipboard:
@@ -135,7 +135,9 @@ def _in_view(page, anchor: str) -> bool:
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_a_shared_link_opens_the_figure_at_its_setting(site_url, browser, where, name):
+def test_a_shared_link_opens_the_figure_at_its_setting_and_its_csv_is_the_model_there(site_url, browser, where, name):
+    """One page per figure (each load draws every chart on it): the link's setting as the page shows
+    it, then the CSV at that setting and at the next one a reader moves to."""
     figure, at = FIGURES[name], where[name]
     setting = _elsewhere(figure)
     visit = Visit(browser, site_url, at["path"] + _link(at["anchor"], setting))
@@ -148,16 +150,7 @@ def test_a_shared_link_opens_the_figure_at_its_setting(site_url, browser, where,
             if place["path"] == at["path"] and other != name and other in FIGURES:
                 assert _current_setting(visit.page, place["chart"], FIGURES[other]) == FIGURES[other].defaults()
         assert visit.errors == [] and visit.link_warnings == [] and visit.off_origin == []
-    finally:
-        visit.close()
 
-
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_csv_download_is_the_model_at_the_current_setting(site_url, browser, where, name):
-    figure, at = FIGURES[name], where[name]
-    setting = _elsewhere(figure)
-    visit = Visit(browser, site_url, at["path"] + _link(at["anchor"], setting))
-    try:
         csv = visit.download(at["chart"], "Download data (CSV)")
         assert csv.read_bytes().startswith(b"\xef\xbb\xbf")  # marked UTF-8, for spreadsheets
         _assert_csv_is_the_model(csv, figure, setting)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser import PageVisit, reader_pages
+from test_browser import PageVisit, _glyph_problems, pages_checked, rendered_glyphs  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -49,81 +49,8 @@ ICONS = """async () => {
 }"""
 
 
-#: Every shown element whose ::before or ::after draws text in a Font Awesome font (the icon classes,
-#: and the icons the stylesheets draw themselves): its text, and the ink that text leaves on a canvas
-#: in that font. A glyph the font lacks leaves none: the shipped fonts' missing glyph is blank. Each
-#: element is marked, so that the browser can say which font it drew the text with (rendered_glyphs).
-GLYPHS = """async () => {
-  await document.fonts.ready;
-  const canvas = document.createElement('canvas').getContext('2d');
-  const ink = (text, style) => {
-    canvas.font = `${style.fontWeight} 32px ${style.fontFamily}`;
-    const m = canvas.measureText(text);
-    return (m.actualBoundingBoxLeft + m.actualBoundingBoxRight) * (m.actualBoundingBoxAscent + m.actualBoundingBoxDescent);
-  };
-  // Marks from an earlier call would point at entries of that call's list.
-  for (const e of document.querySelectorAll('[data-glyph-before], [data-glyph-after]')) {
-    e.removeAttribute('data-glyph-before');
-    e.removeAttribute('data-glyph-after');
-  }
-  const found = [];
-  for (const e of document.querySelectorAll('body *')) {
-    if (e.getClientRects().length === 0 || getComputedStyle(e).visibility === 'hidden') continue;
-    for (const pseudo of ['before', 'after']) {
-      const style = getComputedStyle(e, '::' + pseudo);
-      const text = (/^"(.+)"$/s.exec(style.content) || [])[1];
-      if (!text || style.display === 'none' || !style.fontFamily.includes('Font Awesome')) continue;
-      e.setAttribute('data-glyph-' + pseudo, found.length);
-      found.push({cls: e.getAttribute('class') || '', id: e.id, pseudo, text, font: style.fontFamily,
-                  ink: ink(text, style)});
-    }
-  }
-  return found;
-}"""
-
-
-def rendered_glyphs(page) -> list[dict]:
-    """GLYPHS, each with the fonts Chromium drew its text with (``drawn``), from the DevTools protocol."""
-    glyphs = page.evaluate(GLYPHS)
-    cdp = page.context.new_cdp_session(page)
-    try:
-        cdp.send("DOM.enable")
-        cdp.send("CSS.enable")
-        todo = [cdp.send("DOM.getDocument", {"depth": -1, "pierce": True})["root"]]
-        while todo:
-            node = todo.pop()
-            attributes = dict(zip(node.get("attributes", [])[::2], node.get("attributes", [])[1::2]))
-            for pseudo in node.get("pseudoElements", []):
-                index = attributes.get(f"data-glyph-{pseudo['pseudoType']}")
-                if index is not None:
-                    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": pseudo["nodeId"]})["fonts"]
-                    glyphs[int(index)]["drawn"] = [f["familyName"] for f in fonts if f["glyphCount"] > 0]
-            todo.extend(node.get("children", []))
-    finally:
-        cdp.detach()
-    return glyphs
-
-
-def _glyph_problems(glyphs: list[dict]) -> list[dict]:
-    """Glyphs without ink, or drawn (wholly or partly) in a font other than Font Awesome's."""
-    return [g for g in glyphs
-            if g["ink"] <= 0 or not g.get("drawn") or not all(f.startswith("Font Awesome") for f in g["drawn"])]
-
-
 class Visit(PageVisit):
-    """A page that also records every URL it asked for."""
-
-    def __init__(self, browser, site_url: str, path: str, width: int = 1280) -> None:
-        self.requested: list[str] = []
-        super().__init__(browser, site_url, path, width=width)
-
-    def _route(self, site_url: str):
-        handle = super()._route(site_url)
-
-        def record(route) -> None:
-            self.requested.append(route.request.url)
-            handle(route)
-        return record
+    """A page whose every request is recorded (PageVisit.requested)."""
 
 
 def _icon_problems(state: dict) -> list:
@@ -153,17 +80,10 @@ def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
         visit.close()
 
 
-def test_every_glyph_on_every_page_is_drawn_from_the_shipped_font(site, site_url, browser):
-    problems, seen = {}, set()
-    for path in reader_pages(site):
-        visit = Visit(browser, site_url, path)
-        try:
-            glyphs = rendered_glyphs(visit.page)
-            seen |= {g["text"] for g in glyphs}
-            if _glyph_problems(glyphs):
-                problems[path] = _glyph_problems(glyphs)
-        finally:
-            visit.close()
+def test_every_glyph_on_every_page_is_drawn_from_the_shipped_font(pages_checked):
+    problems = {path: _glyph_problems(visit["glyphs"]) for path, visit in pages_checked.items()
+                if _glyph_problems(visit["glyphs"])}
+    seen = {g["text"] for visit in pages_checked.values() for g in visit["glyphs"]}
     assert problems == {}
     # The header's search, contents and download icons, and one of the colour modes', at least.
     assert {"\uf002", "\uf03a", "\uf019"} <= seen and {"\uf185", "\uf186", "\uf042"} & seen, seen
@@ -197,18 +117,13 @@ def test_an_icon_the_book_does_not_use_is_not_shipped_and_would_be_caught(site_u
         assert _glyph_problems([unused]) == [unused], unused
 
 
-def test_no_page_asks_for_an_icon_script_or_a_math_library(site, site_url, browser):
+def test_no_page_asks_for_an_icon_script_or_a_math_library(pages_checked):
     asked = {}
-    for path in reader_pages(site):
-        visit = Visit(browser, site_url, path)
-        try:
-            libraries = [u for u in visit.requested if "mathjax" in u.lower() or "fontawesome.js" in u]
-            mathjax = visit.page.evaluate("() => [typeof window.MathJax, document.querySelectorAll('mjx-container').length]")
-            if libraries or mathjax != ["undefined", 0]:
-                asked[path] = (libraries, mathjax)
-        finally:
-            visit.close()
-    assert asked == {}
+    for path, visit in pages_checked.items():
+        libraries = [u for u in visit["requested"] if "mathjax" in u.lower() or "fontawesome.js" in u]
+        if libraries or visit["mathjax"] != ["undefined", 0]:
+            asked[path] = (libraries, visit["mathjax"])
+    assert len(pages_checked) >= 10 and asked == {}
 
 
 def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
