@@ -352,3 +352,33 @@ def test_agent_task_frame_equals_the_melted_frame_it_was_across_the_grid():
     # outside the suite.
     for setting in list(agent_workloads.agent_task().settings())[::7]:
         _identical(agent_workloads.agent_task_frame(**setting), _reference_agent_task_frame(**setting))
+
+
+def _reference_serving_load_frame(max_batch, arrival_rate, idle_power_fraction):
+    """figures.agent_workloads.serving_load_frame as it was: the cached curve renamed, columns added to it."""
+    from perwatt.figures import agent_workloads
+    frame = agent_workloads._load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
+    frame["joules_per_output_token"] = load.joules_per_output_token(
+        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+        idle_power_fraction)
+    frame["selected"] = np.isclose(frame["rate_rps"], arrival_rate)
+    return frame
+
+
+def _reference_waiting_agents_frame(model, steps, cache, idle_fraction, active_fraction, measure):
+    """figures.agent_workloads.waiting_agents_frame as it was: rows picked from the cached grid by .loc."""
+    from perwatt.figures import agent_workloads
+    grid = agent_workloads._loop_grid(model, int(steps), cache == "held")
+    chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
+    frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
+    frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
+    return frame
+
+
+@pytest.mark.parametrize(("figure", "reference"), [("serving_load", _reference_serving_load_frame),
+                                                   ("waiting_agents", _reference_waiting_agents_frame)])
+def test_load_and_waiting_frames_equal_the_frames_they_were_at_every_grid_setting(figure, reference):
+    from perwatt.figures import agent_workloads
+    fig = getattr(agent_workloads, figure)()
+    for setting in fig.settings():
+        _identical(fig.compute(**setting), reference(**setting))

@@ -94,12 +94,14 @@ def _load_curve(max_batch: int) -> pd.DataFrame:
 
 def serving_load_frame(max_batch: int, arrival_rate: float, idle_power_fraction: float) -> pd.DataFrame:
     """The whole load curve for one batch cap, the chosen rate marked, with energy per token."""
-    frame = _load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
-    frame["joules_per_output_token"] = load.joules_per_output_token(
-        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+    curve = _load_curve(int(max_batch))
+    # On the columns' arrays, and one frame built at the end: the grid asks for 120 of these.
+    column = {"rate_rps" if name == "arrival_rate" else name: curve[name].to_numpy() for name in curve.columns}
+    column["joules_per_output_token"] = load.joules_per_output_token(
+        column["rated_power_w"], column["chips"], column["busy_fraction"], column["throughput_tokens_per_s"],
         idle_power_fraction)
-    frame["selected"] = np.isclose(frame["rate_rps"], arrival_rate)
-    return frame
+    column["selected"] = np.isclose(column["rate_rps"], arrival_rate)
+    return pd.DataFrame(column)
 
 
 def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -182,9 +184,10 @@ def waiting_agents_frame(model: str, steps: int, cache: str, idle_fraction: floa
         raise ValueError(f"cache must be 'held' or 'dropped', got {cache!r}")
     grid = _loop_grid(model, int(steps), cache == "held")
     chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
-    frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
-    frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
-    return frame
+    # On the columns' arrays, and one frame built at the end: the grid asks for 144 of these.
+    ratio = grid[f"{measure}_ratio"].to_numpy()[chosen]
+    return pd.DataFrame({**{name: grid[name].to_numpy()[chosen]
+                            for name in ("sessions", "session_label", "tool_s", "sessions_served")}, "ratio": ratio})
 
 
 def _draw_waiting_agents(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
