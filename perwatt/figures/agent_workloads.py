@@ -21,20 +21,24 @@ TASK_PARTS = {"prefill": "prefill_s", "decode": "decode_s", "tools": "tool_total
 
 def agent_task_frame(steps: int, context_growth: float, cache_hit: float, tool_s: float) -> pd.DataFrame:
     """Each system's task time split into its parts (one row per part and system, part by part)."""
-    wide = agents.task_comparison(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)
-    column = {name: wide[name].to_numpy() for name in
-              ("system", "system_label", "latency_s", "energy_j", "latency_advantage", *TASK_PARTS.values())}
-    parts = len(TASK_PARTS)
-    # Built directly rather than melted and joined: the grid asks for 300 of these.
+    # The comparison's columns, not its frame, tiled into one frame rather than melted and joined:
+    # the grid asks for 300 of these.
+    wide = agents._comparison_columns(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)  # noqa: SLF001
+    systems, parts = len(wide["system"]), len(TASK_PARTS)
+
+    def tiled(name: str) -> np.ndarray:
+        return np.tile(np.asarray(wide[name], dtype=float), parts)
+
     return pd.DataFrame({
-        **{name: np.tile(column[name], parts) for name in ("system", "system_label", "latency_s", "energy_j",
-                                                          "latency_advantage")},
-        "component": np.repeat(list(TASK_PARTS), len(wide)),
-        "seconds": np.concatenate([column[name] for name in TASK_PARTS.values()]),
-        "energy_kj": np.tile(column["energy_j"], parts) / 1000,
+        "system": wide["system"] * parts, "system_label": wide["system_label"] * parts,
+        "latency_s": tiled("latency_s"), "energy_j": tiled("energy_j"),
+        "latency_advantage": wide["latency_advantage"],
+        "component": [part for part in TASK_PARTS for _ in range(systems)],
+        "seconds": np.concatenate([np.asarray(wide[name], dtype=float) for name in TASK_PARTS.values()]),
+        "energy_kj": tiled("energy_j") / 1000,
         # Each row also carries its system's three parts, so one label per bar can print them all:
         # at most settings one part is a sliver too thin to see on the bar itself.
-        **{name: np.tile(column[name], parts) for name in TASK_PARTS.values()},
+        **{name: tiled(name) for name in TASK_PARTS.values()},
     })
 
 
