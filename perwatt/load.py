@@ -62,9 +62,10 @@ def simulate_serving(arrival_rate: float, *, prefill_s, step_time_s, output_toke
     }
 
 
-#: Quiet iterations (see :func:`_continuous_batching`) above which one NumPy call sums a stretch
+#: Iterations of a stretch (see :func:`_continuous_batching`) above which one NumPy call sums them
 #: faster than a Python loop adds them one by one (about 5 µs against 65 ns an iteration).
 _SUMMED = 80
+_NEVER = float("inf")
 
 
 def _continuous_batching(arrivals: np.ndarray, prefill: np.ndarray, step: np.ndarray, output_tokens: int,
@@ -84,15 +85,16 @@ def _continuous_batching(arrivals: np.ndarray, prefill: np.ndarray, step: np.nda
     requests = len(arrivals)
     arrival, pre, stp = arrivals.tolist(), prefill.tolist(), step.tolist()
     done_at = np.full(requests, np.nan)
-    buffer = np.empty((2, output_tokens))  # a quiet stretch is shorter than a request's iterations
+    buffer = np.empty((2, output_tokens))  # a stretch is shorter than a request's iterations
     retiring: deque[tuple[int, int, int]] = deque()  # (iteration it finishes in, first request, end), in order
+    admit, retire = bisect.bisect_right, retiring.popleft
     running = next_arrival = iteration = 0
     clock = busy = 0.0
     while next_arrival < requests or running:
         if not running and arrival[next_arrival] > clock:
             clock = arrival[next_arrival]  # idle until the next request
         # Arrivals are sorted: admit those that have come, as far as the batch has room.
-        end = bisect.bisect_right(arrival, clock, next_arrival, min(requests, next_arrival + max_batch - running))
+        end = admit(arrival, clock, next_arrival, min(requests, next_arrival + max_batch - running))
         admitted, next_arrival = end - next_arrival, end
         if admitted:
             retiring.append((iteration + output_tokens - 1, end - admitted, end))
@@ -101,32 +103,38 @@ def _continuous_batching(arrivals: np.ndarray, prefill: np.ndarray, step: np.nda
         clock += duration
         busy += duration
         if retiring[0][0] == iteration:
-            _, first, last = retiring.popleft()
+            _, first, last = retire()
             done_at[first:last] = clock
             running -= last - first
         iteration += 1
         if not running:
             continue
-        # Quiet iterations: none retires before retiring[0]'s, and none admits while the clock is
-        # before the next arrival (or ever, while the batch is full or nobody is left to come).
-        quiet = retiring[0][0] - iteration
+        # A stretch of alike iterations, up to and including the next retirement's: none admits
+        # while the clock is before the next arrival (or ever, while the batch is full or nobody
+        # is left to come), so each adds the same duration.
+        stretch = retiring[0][0] - iteration + 1
         duration = pre[0] + stp[running]
-        until = arrival[next_arrival] if next_arrival < requests and running < max_batch else np.inf
-        expected = quiet if until == np.inf else min(quiet, (until - clock) / duration)
-        if expected <= _SUMMED:
+        until = arrival[next_arrival] if next_arrival < requests and running < max_batch else _NEVER
+        if (stretch if until == _NEVER else min(stretch, (until - clock) / duration)) <= _SUMMED:
             stepped = 0
-            while stepped < quiet and clock < until:
+            while stepped < stretch and clock < until:
                 clock += duration
                 busy += duration
                 stepped += 1
         else:
-            path = buffer[:, :quiet + 1]
+            path = buffer[:, :stretch + 1]
             path.fill(duration)
-            path[0, 0], path[1, 0] = clock, busy
+            path[0, 0] = clock
+            path[1, 0] = busy
             np.add.accumulate(path, axis=1, out=path)  # sequential: the same additions as the loop above
-            stepped = min(int(path[0].searchsorted(until)), quiet)  # the first clock at or past the arrival
-            clock, busy = float(path[0, stepped]), float(path[1, stepped])
+            # Up to the first clock at or past the arrival, if one comes.
+            stepped = stretch if until == _NEVER else min(int(path[0].searchsorted(until)), stretch)
+            clock, busy = path[:, stepped].tolist()
         iteration += stepped
+        if stepped == stretch:  # the stretch ran to its end: its last iteration retires the oldest requests
+            _, first, last = retire()
+            done_at[first:last] = clock
+            running -= last - first
     return done_at, clock, busy
 
 
