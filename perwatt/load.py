@@ -63,8 +63,9 @@ def simulate_serving(arrival_rate: float, *, prefill_s, step_time_s, output_toke
 
 
 #: Iterations of a stretch (see :func:`_continuous_batching`) above which one NumPy call sums them
-#: faster than a Python loop adds them one by one (about 5 µs against 65 ns an iteration).
+#: faster than a Python loop adds them one by one (a few µs a call against 65 ns an iteration).
 _SUMMED = 80
+#: The next arrival's time when none can be admitted.
 _NEVER = float("inf")
 
 
@@ -77,10 +78,10 @@ def _continuous_batching(arrivals: np.ndarray, prefill: np.ndarray, step: np.nda
 
     Every request writes ``output_tokens`` tokens, so one admitted at iteration t finishes at the end
     of iteration t + output_tokens − 1: the batch changes only at admissions and at those known
-    retirements, and between them each iteration adds the same duration. Such quiet stretches are
-    added one iteration at a time (by a sequential ``np.add.accumulate`` when long), in the same order
-    as a loop over every iteration, so the result is bit-identical to it; the work is per request,
-    not per request and token.
+    retirements, and between them each iteration adds the same duration. Such stretches are added
+    one iteration at a time (by a sequential ``np.add.accumulate`` when long), in the same order as
+    a loop over every iteration, so the result is bit-identical to it (tests/test_load_fast.py keeps
+    that loop); the work is per request, not per request and token.
     """
     requests = len(arrivals)
     arrival, pre, stp = arrivals.tolist(), prefill.tolist(), step.tolist()

@@ -102,7 +102,8 @@ def _same_run(case: dict) -> None:
     assert (new[1], new[2]) == (old[1], old[2])
     fast, slow = load.simulate_serving(**case), reference_simulate(**case)
     assert fast == slow
-    assert all(np.float64(fast[k]).tobytes() == np.float64(slow[k]).tobytes() for k in fast)
+    assert all(type(fast[k]) is type(slow[k]) and np.float64(fast[k]).tobytes() == np.float64(slow[k]).tobytes()
+               for k in fast)
 
 
 @pytest.mark.parametrize("summed", [0, 4, load._SUMMED])
