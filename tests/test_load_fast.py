@@ -106,12 +106,12 @@ def _same_run(case: dict) -> None:
                for k in fast)
 
 
-@pytest.mark.parametrize("summed", [0, 4, load._SUMMED])
+@pytest.mark.parametrize("summed", [0, load._SUMMED])
 @settings(max_examples=200, deadline=None)
 @given(cases())
 def test_event_loop_equals_the_loop_over_every_request(summed, case):
-    # Both ways of adding a quiet stretch (one by one, or by NumPy) at any length: with 0 NumPy sums
-    # every stretch, with 4 all but the shortest, with the module's own threshold only the long ones.
+    # Both ways of adding a stretch (one by one, or by NumPy) at any length: with 0 NumPy sums every
+    # stretch it can, with the module's own threshold only the long ones.
     with mock.patch.object(load, "_SUMMED", summed):
         _same_run(case)
 
