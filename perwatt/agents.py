@@ -111,15 +111,18 @@ def _profiles(model: str) -> dict[str, SystemProfile]:
     return out
 
 
-@checks.validated(model=checks.TEXT, steps=checks.rule(checks.integer, maximum=MAX_STEPS),
-                  context_growth=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS),
-                  cache_hit=checks.rule(checks.scalar, minimum=0.0, maximum=1.0),
-                  tool_s=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_SECONDS),
-                  initial_context=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0,
-                                                                            maximum=checks.MAX_TOKENS)),
-                  # A call writes at least one token: with none, and no context, a task takes no model time.
-                  output_tokens=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=1.0,
-                                                                          maximum=checks.MAX_TOKENS)))
+#: The checks of a comparison's arguments.
+COMPARISON = dict(
+    model=checks.TEXT, steps=checks.rule(checks.integer, maximum=MAX_STEPS),
+    context_growth=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS),
+    cache_hit=checks.rule(checks.scalar, minimum=0.0, maximum=1.0),
+    tool_s=checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_SECONDS),
+    initial_context=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=0.0, maximum=checks.MAX_TOKENS)),
+    # A call writes at least one token: with none, and no context, a task takes no model time.
+    output_tokens=checks.rule(checks.optional, checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)))
+
+
+@checks.validated(**COMPARISON)
 def task_comparison(model: str, steps: int, context_growth: float, cache_hit: float, tool_s: float,
                     initial_context: float | None = None, output_tokens: float | None = None) -> pd.DataFrame:
     """One agent task on Jalapeño and on its baseline: latency, its parts, energy, and the ratios.
@@ -127,16 +130,38 @@ def task_comparison(model: str, steps: int, context_growth: float, cache_hit: fl
     The first call's context and every call's output default to the 8k/1k workload's mean drawn
     lengths, so a one-call task is one request of the benchmark.
     """
+    return pd.DataFrame(_comparison_columns.unchecked(model, steps, context_growth, cache_hit, tool_s,
+                                                      initial_context, output_tokens))
+
+
+@checks.validated(**COMPARISON)
+def _comparison_columns(model: str, steps: int, context_growth: float, cache_hit: float, tool_s: float,
+                        initial_context: float | None = None, output_tokens: float | None = None) -> dict:
+    """:func:`task_comparison`'s columns, before they are a frame: a list per column (one entry per
+    system) or one value for every row. For a figure that reshapes them, hundreds of times a grid."""
     drawn = catalog.lengths()
     initial_context = drawn.isl_mean if initial_context is None else initial_context
     output_tokens = drawn.osl_mean if output_tokens is None else output_tokens
-    rows = []
-    for system, profile in profiles(model).items():
-        result = task(profile, steps, initial_context, context_growth, cache_hit, tool_s, output_tokens)
-        rows.append({"system": system, **{k: float(v) for k, v in result.items()}})
-    frame = catalog.label(pd.DataFrame(rows).assign(model=model))
-    candidate = frame[frame["system"] == catalog.CANDIDATE].iloc[0]
-    baseline = frame[frame["system"] != catalog.CANDIDATE].iloc[0]
-    frame["latency_advantage"] = baseline["latency_s"] / candidate["latency_s"]
-    frame["model_time_advantage"] = baseline["model_s"] / candidate["model_s"]
-    return frame
+    systems = _profiles(model)
+    # The arguments are checked above at least as strictly as task checks them, and task's checks
+    # would only turn them into floats.
+    shape = float(steps), float(initial_context), float(context_growth), float(cache_hit), float(tool_s)
+    results = [task.unchecked(profile, *shape, float(output_tokens)) for profile in systems.values()]
+    candidate = [r for system, r in zip(systems, results) if system == catalog.CANDIDATE][0]
+    baseline = [r for system, r in zip(systems, results) if system != catalog.CANDIDATE][0]
+    model_labels, system_labels = _table_labels()
+    return {
+        "system": list(systems), **{k: [float(r[k]) for r in results] for k in results[0]},
+        "model": model, "model_label": model_labels.get(model, model),
+        "system_label": [system_labels.get(system, system) for system in systems],
+        "latency_advantage": baseline["latency_s"] / candidate["latency_s"],
+        "model_time_advantage": baseline["model_s"] / candidate["model_s"],
+    }
+
+
+@data.cached
+def _table_labels() -> tuple[dict[str, str], dict[str, str]]:
+    """Display labels (:func:`perwatt.catalog.label`'s) of the benchmark table's models and of its
+    systems, labelled once rather than in a new frame at every comparison."""
+    table = catalog.label(benchmark.book_results()[["model", "system"]].drop_duplicates())
+    return dict(zip(table["model"], table["model_label"])), dict(zip(table["system"], table["system_label"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -292,3 +293,92 @@ def test_holding_caches_caps_the_sessions_an_instance_serves():
 def test_idle_draw_above_busy_draw_is_refused():
     with pytest.raises(ValueError, match="idle_fraction"):
         agent_loop.closed_loop("gpt-oss-120b", "gb200", 4, 2, 1.0, 1000.0, 100.0, 100.0, True, None, 0.6, 0.5)
+
+
+# --- The agent task's comparison and figure frame, built directly, equal the pandas versions ------
+
+def _reference_task_comparison(model, steps, context_growth, cache_hit, tool_s, initial_context=None,
+                               output_tokens=None):
+    """agents.task_comparison as it was: each system's task through the checked task, in a labelled frame."""
+    drawn = catalog.lengths()
+    initial_context = drawn.isl_mean if initial_context is None else initial_context
+    output_tokens = drawn.osl_mean if output_tokens is None else output_tokens
+    rows = []
+    for system, profile in agents.profiles(model).items():
+        result = agents.task(profile, steps, initial_context, context_growth, cache_hit, tool_s, output_tokens)
+        rows.append({"system": system, **{k: float(v) for k, v in result.items()}})
+    frame = catalog.label(pd.DataFrame(rows).assign(model=model))
+    candidate = frame[frame["system"] == catalog.CANDIDATE].iloc[0]
+    baseline = frame[frame["system"] != catalog.CANDIDATE].iloc[0]
+    frame["latency_advantage"] = baseline["latency_s"] / candidate["latency_s"]
+    frame["model_time_advantage"] = baseline["model_s"] / candidate["model_s"]
+    return frame
+
+
+def _reference_agent_task_frame(steps, context_growth, cache_hit, tool_s):
+    """figures.agent_workloads.agent_task_frame as it was: the comparison melted and joined."""
+    from perwatt.figures import agent_workloads
+    wide = _reference_task_comparison(agent_workloads.AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)
+    long = wide.melt(id_vars=["system", "system_label", "latency_s", "energy_j", "latency_advantage"],
+                     value_vars=["prefill_s", "decode_s", "tool_total_s"], var_name="component", value_name="seconds")
+    long["component"] = long["component"].map({"prefill_s": "prefill", "decode_s": "decode", "tool_total_s": "tools"})
+    long["energy_kj"] = long["energy_j"] / 1000
+    parts = wide.set_index("system")[["prefill_s", "decode_s", "tool_total_s"]]
+    return long.join(parts, on="system")
+
+
+def _identical(fast: pd.DataFrame, slow: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    assert list(fast.dtypes) == list(slow.dtypes) and fast.columns.dtype == slow.columns.dtype
+    assert type(fast.index) is type(slow.index) and fast.index.equals(slow.index)
+    for column in fast:  # bit for bit, not only within assert_frame_equal's notion of equal
+        a, b = fast[column].to_numpy(), slow[column].to_numpy()
+        assert a.tobytes() == b.tobytes() if a.dtype.kind == "f" else list(a) == list(b), column
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["deepseek-r1", "gpt-oss-120b", "kimi-k2.5"]), st.integers(1, 2000), st.floats(0, 1e5),
+       st.floats(0, 1), st.floats(0, 1e4), st.one_of(st.none(), st.floats(0, 1e5)),
+       st.one_of(st.none(), st.floats(1, 1e5)))
+def test_task_comparison_equals_the_labelled_frame_it_was(model, steps, growth, hit, tool, context, outputs):
+    _identical(agents.task_comparison(model, steps, growth, hit, tool, context, outputs),
+               _reference_task_comparison(model, steps, growth, hit, tool, context, outputs))
+
+
+def test_agent_task_frame_equals_the_melted_frame_it_was_across_the_grid():
+    from perwatt.figures import agent_workloads
+    # Every seventh setting of the figure's 300 (each control's every option among them): the reference
+    # takes 15 ms a setting, and the whole grid is compared with the one taken before the change
+    # outside the suite.
+    for setting in list(agent_workloads.agent_task().settings())[::7]:
+        _identical(agent_workloads.agent_task_frame(**setting), _reference_agent_task_frame(**setting))
+
+
+def _reference_serving_load_frame(max_batch, arrival_rate, idle_power_fraction):
+    """figures.agent_workloads.serving_load_frame as it was: the cached curve renamed, columns added to it."""
+    from perwatt.figures import agent_workloads
+    frame = agent_workloads._load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
+    frame["joules_per_output_token"] = load.joules_per_output_token(
+        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+        idle_power_fraction)
+    frame["selected"] = np.isclose(frame["rate_rps"], arrival_rate)
+    return frame
+
+
+def _reference_waiting_agents_frame(model, steps, cache, idle_fraction, active_fraction, measure):
+    """figures.agent_workloads.waiting_agents_frame as it was: rows picked from the cached grid by .loc."""
+    from perwatt.figures import agent_workloads
+    grid = agent_workloads._loop_grid(model, int(steps), cache == "held")
+    chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
+    frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
+    frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
+    return frame
+
+
+@pytest.mark.parametrize(("figure", "reference"), [("serving_load", _reference_serving_load_frame),
+                                                   ("waiting_agents", _reference_waiting_agents_frame)])
+def test_load_and_waiting_frames_equal_the_frames_they_were_at_every_grid_setting(figure, reference):
+    from perwatt.figures import agent_workloads
+    fig = getattr(agent_workloads, figure)()
+    for setting in fig.settings():
+        _identical(fig.compute(**setting), reference(**setting))

@@ -15,17 +15,31 @@ from perwatt.interactive import Control, InteractiveFigure
 AGENT_MODEL = "deepseek-r1"
 
 
+#: The parts of a task's time, each with the column of the comparison that holds it.
+TASK_PARTS = {"prefill": "prefill_s", "decode": "decode_s", "tools": "tool_total_s"}
+
+
 def agent_task_frame(steps: int, context_growth: float, cache_hit: float, tool_s: float) -> pd.DataFrame:
-    """Each system's task time split into its parts (one row per system and part)."""
-    wide = agents.task_comparison(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)
-    long = wide.melt(id_vars=["system", "system_label", "latency_s", "energy_j", "latency_advantage"],
-                     value_vars=["prefill_s", "decode_s", "tool_total_s"], var_name="component", value_name="seconds")
-    long["component"] = long["component"].map({"prefill_s": "prefill", "decode_s": "decode", "tool_total_s": "tools"})
-    long["energy_kj"] = long["energy_j"] / 1000
-    # Each row also carries its system's three parts, so one label per bar can print them all:
-    # at most settings one part is a sliver too thin to see on the bar itself.
-    parts = wide.set_index("system")[["prefill_s", "decode_s", "tool_total_s"]]
-    return long.join(parts, on="system")
+    """Each system's task time split into its parts (one row per part and system, part by part)."""
+    # The comparison's columns, not its frame, tiled into one frame rather than melted and joined:
+    # the grid asks for 300 of these.
+    wide = agents._comparison_columns(AGENT_MODEL, int(steps), context_growth, cache_hit, tool_s)  # noqa: SLF001
+    systems, parts = len(wide["system"]), len(TASK_PARTS)
+
+    def tiled(name: str) -> np.ndarray:
+        return np.tile(np.asarray(wide[name], dtype=float), parts)
+
+    return pd.DataFrame({
+        "system": wide["system"] * parts, "system_label": wide["system_label"] * parts,
+        "latency_s": tiled("latency_s"), "energy_j": tiled("energy_j"),
+        "latency_advantage": wide["latency_advantage"],
+        "component": [part for part in TASK_PARTS for _ in range(systems)],
+        "seconds": np.concatenate([np.asarray(wide[name], dtype=float) for name in TASK_PARTS.values()]),
+        "energy_kj": tiled("energy_j") / 1000,
+        # Each row also carries its system's three parts, so one label per bar can print them all:
+        # at most settings one part is a sliver too thin to see on the bar itself.
+        **{name: tiled(name) for name in TASK_PARTS.values()},
+    })
 
 
 def _draw_agent_task(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -84,12 +98,14 @@ def _load_curve(max_batch: int) -> pd.DataFrame:
 
 def serving_load_frame(max_batch: int, arrival_rate: float, idle_power_fraction: float) -> pd.DataFrame:
     """The whole load curve for one batch cap, the chosen rate marked, with energy per token."""
-    frame = _load_curve(int(max_batch)).rename(columns={"arrival_rate": "rate_rps"})
-    frame["joules_per_output_token"] = load.joules_per_output_token(
-        frame["rated_power_w"], frame["chips"], frame["busy_fraction"], frame["throughput_tokens_per_s"],
+    curve = _load_curve(int(max_batch))
+    # On the columns' arrays, and one frame built at the end: the grid asks for 120 of these.
+    column = {"rate_rps" if name == "arrival_rate" else name: curve[name].to_numpy() for name in curve.columns}
+    column["joules_per_output_token"] = load.joules_per_output_token(
+        column["rated_power_w"], column["chips"], column["busy_fraction"], column["throughput_tokens_per_s"],
         idle_power_fraction)
-    frame["selected"] = np.isclose(frame["rate_rps"], arrival_rate)
-    return frame
+    column["selected"] = np.isclose(column["rate_rps"], arrival_rate)
+    return pd.DataFrame(column)
 
 
 def _draw_serving_load(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -172,9 +188,10 @@ def waiting_agents_frame(model: str, steps: int, cache: str, idle_fraction: floa
         raise ValueError(f"cache must be 'held' or 'dropped', got {cache!r}")
     grid = _loop_grid(model, int(steps), cache == "held")
     chosen = np.isclose(grid["idle"].to_numpy(), idle_fraction) & np.isclose(grid["active"].to_numpy(), active_fraction)
-    frame = grid.loc[chosen, ["sessions", "session_label", "tool_s", "sessions_served"]].reset_index(drop=True)
-    frame["ratio"] = grid.loc[chosen, f"{measure}_ratio"].to_numpy()
-    return frame
+    # On the columns' arrays, and one frame built at the end: the grid asks for 144 of these.
+    ratio = grid[f"{measure}_ratio"].to_numpy()[chosen]
+    return pd.DataFrame({**{name: grid[name].to_numpy()[chosen]
+                            for name in ("sessions", "session_label", "tool_s", "sessions_served")}, "ratio": ratio})
 
 
 def _draw_waiting_agents(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
