@@ -18,8 +18,18 @@ Importing the package imports nothing heavy: ``perwatt.setup`` and ``perwatt.glu
 rendering layer (Altair) on first use, so the setup check can run where Altair is missing.
 """
 
+import sys as _sys
+
 __all__ = ["glue", "setup"]
 __version__ = "0.1.0"
+
+# Altair checks charts with jsonschema, which, when rfc3987-syntax is installed (JupyterLab's
+# jupyter-events brings it), compiles that package's 38 grammars as it is imported: 1.5 s or more
+# of every kernel's and every test process's start. They check only the "iri" formats, which
+# neither Vega-Lite's schema nor this package uses (its URIs are checked by rfc3986-validator);
+# without them jsonschema leaves those two formats unchecked. Where it is already loaded, nothing
+# changes.
+_sys.modules.setdefault("rfc3987_syntax", None)
 
 
 def __getattr__(name: str):

@@ -99,7 +99,8 @@ def test_python_m_perwatt_doctor_loads_nothing_but_the_doctor_before_it_checks()
     # -S: no site-packages, no .pth hooks; the doctor is replaced by a probe that lists what is loaded.
     probe = ("import runpy, sys\nimport perwatt.doctor as d\n"
              "def listed(*a, **k):\n"
-             "    print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))\n"
+             "    print(sorted(m for m, loaded in sys.modules.items()\n"
+             "                 if loaded is not None and m.split('.')[0] not in sys.stdlib_module_names))\n"
              "    raise SystemExit(0)\n"
              "d.doctor = listed\nsys.argv = ['perwatt', 'doctor', '--no-kernel']\n"
              "runpy.run_module('perwatt', run_name='__main__')\n")

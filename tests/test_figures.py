@@ -267,3 +267,18 @@ def test_a_decorated_function_is_a_registered_named_described_figure():
         assert made.frame(k=2)["v"].tolist() == [2.0]
     finally:
         kit.REGISTRY[:] = before
+
+
+def test_charts_validate_in_a_process_that_never_compiles_the_iri_grammars():
+    # perwatt keeps jsonschema from loading rfc3987-syntax (1.5 s of every kernel's start); Altair's
+    # schema checks, format checks included, still run, and reject a bad chart.
+    probe = ("import sys, perwatt, altair as alt, pandas as pd\n"
+             "assert sys.modules['rfc3987_syntax'] is None, 'the IRI grammars were loaded'\n"
+             "alt.Chart(pd.DataFrame({'x': [1]})).mark_point().encode(x='x:Q').to_dict(validate=True)\n"
+             "try:\n"
+             "    alt.Chart(pd.DataFrame({'x': [1]})).mark_point(size='big').to_dict(validate=True)\n"
+             "except Exception as err:\n"
+             "    print(type(err).__name__)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "SchemaValidationError"
