@@ -413,6 +413,8 @@ def _split_least(prefix: np.ndarray, suffix: np.ndarray, room: np.ndarray) -> np
     top = prefix.size - 1
     steps = np.flatnonzero(np.r_[True, prefix[1:] < prefix[:-1]] & np.isfinite(prefix))
     out = np.full(room.size, np.inf)
+    if steps.size == 0:
+        return out
     chunk = max(1, 2_000_000 // max(steps.size, 1))
     for s in range(0, room.size, chunk):
         r = room[s:s + chunk, None]
@@ -492,6 +494,9 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
     partly = c + np.tensordot(prices[other], R[other], axes=1) if k else c.copy()  # all but the exact row
     offset = float(prices[other] @ b[other]) if k else 0.0
     least = np.array([_least_cover(a[w], priced[w], d[w], tol) for w in range(nw)])
+    # No minimal plan costs more than every kind at its most (each alone covering its workload).
+    dearest = sum(float(c[w][a[w] > 0] @ _smallest_cover(np.zeros(int(np.sum(a[w] > 0))), a[w][a[w] > 0], d[w]))
+                  for w in range(nw)) + tol
     bound = least.sum() - (prices @ b if k else 0.0)
     limit = np.full(nw, -np.inf)
     found: list = [None] * nw
@@ -545,10 +550,10 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
             if cost <= most:
                 return x
             gap = min(cost - bound + tol, 2 * gap)  # at most what brings this plan in: the search grows fast with gap
+        elif most >= dearest:
+            raise _Fallback("no plan at all")  # every minimal plan was within reach: HiGHS says so
         else:
-            gap *= 2
-            if gap > scale:
-                raise _Fallback("no plan within the search's reach")
+            gap = min(2 * gap, dearest - bound + tol)
 
 
 def _combine_workloads(cands, order, after, b, chips, has_exact, top, tol, c):
