@@ -42,7 +42,13 @@ class Workload:
         checks.scalar("osl_tokens", self.osl_tokens, minimum=1.0, maximum=checks.MAX_TOKENS)
         checks.scalar("min_tokens_per_s_per_user", self.min_tokens_per_s_per_user, minimum=0.0, maximum=checks.MAX_RATE)
         checks.scalar("output_tokens_per_s", self.output_tokens_per_s, minimum=0.0, maximum=checks.MAX_RATE)
-        checks.choice("model", self.model, tuple(data.load("model_specs")["model"]))
+        checks.choice("model", self.model, _models())
+
+
+@data.cached
+def _models() -> tuple[str, ...]:
+    # read once per data folder, not once per workload (a chapter builds thousands)
+    return tuple(data.load("model_specs")["model"])
 
 
 def _supply(name: str, value) -> float:
@@ -130,7 +136,7 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
             raise ValueError(f"hardware {h.name!r} has no capacity for workloads {sorted(set(names) - set(h.capacity))}")
     # Variable w * nh + h counts instances of hardware h on workload w, each of size[w, h] chips.
     size = np.array([[h.chips_per_instance(w.name) for h in hardware] for w in workloads], dtype=float)
-    cost = np.array([[hourly_cost(h, w.name, price_usd_per_kwh, pue) for h in hardware] for w in workloads])
+    cost = np.array([[hourly_cost.unchecked(h, w.name, price_usd_per_kwh, pue) for h in hardware] for w in workloads])
     cap = np.array([[h.capacity[w.name] for h in hardware] for w in workloads], dtype=float)
     peak_kw = np.array([h.power_w for h in hardware]) / 1000 * pue
     c = (size * cost).ravel()
