@@ -295,14 +295,16 @@ def _smallest_cover(cap: np.ndarray, a: float, d: np.ndarray) -> np.ndarray:
     return np.where(cap + t * a < d, t + 1, t)
 
 
-def _covers(a: np.ndarray, c: np.ndarray, d: np.ndarray, limit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _covers(a: np.ndarray, c: np.ndarray, d: np.ndarray,
+            limit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every minimal whole-instance cover of each demand d[i] (one per root i) costing at most limit[i].
 
     A cover is x ≥ 0, integer, with a·x ≥ d[i]; minimal: no item with x > 0 could lose an instance
     and the rest still cover. Items are chosen worst cost per capacity first, the best last (its count
     follows: the fewest that cover), and a partial cover is dropped as soon as its cost plus the rest
     of the demand at the best remaining ratio exceeds the limit. Returns each cover's root, the covers
-    (one row each, items in the given order) and their capacities. Items with a = 0 are never used.
+    (one row each, items in the given order), their capacities and costs (summed item by item, in
+    the order chosen). Items with a = 0 are never used.
     """
     n = a.size
     usable = np.flatnonzero(a > 0)
@@ -310,18 +312,17 @@ def _covers(a: np.ndarray, c: np.ndarray, d: np.ndarray, limit: np.ndarray) -> t
     cost, cap = np.zeros(d.size), np.zeros(d.size)
     if usable.size == 0:
         keep = d <= 0
-        return root[keep], np.zeros((int(keep.sum()), n)), cap[keep]
+        return root[keep], np.zeros((int(keep.sum()), n)), cap[keep], cost[keep]
     order = usable[np.argsort(-(c[usable] / a[usable]), kind="stable")]
     best_after = np.minimum.accumulate((c[order] / a[order])[::-1])[::-1]
-    counts_by_item = []
+    levels = []  # (parent, count) of each item but the last, to read the covers back at the end
     for k, h in enumerate(order):
         need, lim = d[root], limit[root]
         full = _smallest_cover(cap, a[h], need)  # instances of h that finish the cover alone
         if k == order.size - 1:
             cost, cap = cost + full * c[h], cap + full * a[h]
-            keep = cost <= lim
-            counts_by_item = [t[keep] for t in counts_by_item] + [full[keep]]
-            root, cap = root[keep], cap[keep]
+            keep = np.flatnonzero(cost <= lim)
+            last, root, cap, cost = full[keep], root[keep], cap[keep], cost[keep]
             break
         ratio = best_after[k + 1]
         # cost of t instances of h, then the rest at the best remaining ratio: base + t·slope (t < full)
@@ -335,12 +336,15 @@ def _covers(a: np.ndarray, c: np.ndarray, d: np.ndarray, limit: np.ndarray) -> t
         t = t.astype(float)
         t[(np.cumsum(counts) - 1)[finish]] = full[finish]
         cost, cap, root = cost[parent] + t * c[h], cap[parent] + t * a[h], root[parent]
-        counts_by_item = [u[parent] for u in counts_by_item] + [t]
+        levels.append((parent, t))
     x = np.zeros((root.size, n))
-    for h, t in zip(order, counts_by_item):
-        x[:, h] = t
+    x[:, order[-1]] = last
+    at = keep
+    for h, (parent, t) in zip(order[-2::-1], levels[::-1]):
+        x[:, h] = t[at]
+        at = parent[at]
     minimal = np.all((x == 0) | (cap[:, None] - a[None, :] < d[root][:, None]), axis=1)
-    return root[minimal], x[minimal], cap[minimal]
+    return root[minimal], x[minimal], cap[minimal], cost[minimal]
 
 
 def _least_cover(a: np.ndarray, c: np.ndarray, d: float, tol: float) -> float:
@@ -355,7 +359,7 @@ def _least_cover(a: np.ndarray, c: np.ndarray, d: float, tol: float) -> float:
     step = max(float(np.min(c[usable])) / 4, tol)
     while True:
         limit = min(floor + step, ceiling)
-        _, x, _ = _covers(a, c, np.array([d]), np.array([limit]))
+        _, x, _, _ = _covers(a, c, np.array([d]), np.array([limit]))
         if x.shape[0]:
             return float(np.min(x @ c))
         if limit >= ceiling:
@@ -514,13 +518,11 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
         for w in range(nw):
             if least[w] + gap + tol > limit[w]:
                 limit[w] = least[w] + gap + tol
-                _, x, _ = _covers(a[w], priced[w], np.array([d[w]]), np.array([limit[w]]))
-                found[w] = (x, x @ priced[w])
+                _, x, _, value = _covers(a[w], priced[w], np.array([d[w]]), np.array([limit[w]]))
+                found[w] = (x, value)
             x, value = found[w]
             x = x[value <= least[w] + gap + tol]
             use = x @ R[:, w, :].T if k else np.zeros((x.shape[0], 0))
-            keep = _undominated(x @ c[w], use, tol)
-            x, use = x[keep], use[keep]
             cands.append((x, use, x @ partly[w], use[:, 0].astype(np.int64) if exact is not None else np.zeros(x.shape[0], np.int64)))
         steps = [_least_by_use(chip_use, value) for _, _, value, chip_use in cands]
         order = sorted(range(nw), key=lambda w: -steps[w][0].size)
@@ -547,6 +549,8 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
             else:
                 others = _split_least(before[i], after[i + 1], room)
             keep = value + others[np.searchsorted(u, chip_use)] <= top
+            x, use, value = x[keep], use[keep], value[keep]
+            keep = _undominated(x @ c[w], use, tol)
             x, use, value = x[keep], use[keep], value[keep]
             by_value = np.argsort(value, kind="stable")
             ordered.append((x[by_value], use[by_value], value[by_value], x[by_value] @ c[w]))
