@@ -347,21 +347,24 @@ def _covers(a: np.ndarray, c: np.ndarray, d: np.ndarray,
     return root[minimal], x[minimal], cap[minimal], cost[minimal]
 
 
-def _least_cover(a: np.ndarray, c: np.ndarray, d: float, tol: float) -> float:
-    """The least cost of a whole-instance cover of d: every cover within a limit is enumerated, so
-    the first limit (rising from the linear bound) that admits one gives the least cost exactly."""
+def _least_cover(a: np.ndarray, c: np.ndarray, d: float, tol: float,
+                 reach: float) -> tuple[float, np.ndarray, np.ndarray, float]:
+    """The least cost of a whole-instance cover of d, and every minimal cover within ``reach`` of
+    the linear bound (or more): every cover within a limit is enumerated, so the first limit
+    (rising from the linear bound) that admits one gives the least cost exactly. Returns the least
+    cost, the covers found, their costs and the limit they were enumerated to."""
     if d <= 0:
-        return 0.0
+        return 0.0, np.zeros((1, a.size)), np.zeros(1), np.inf
     usable = a > 0
     floor = d * float(np.min(c[usable] / a[usable]))
     alone = np.array([_smallest_cover(np.zeros(1), ai, np.array([d]))[0] for ai in a[usable]])
     ceiling = float(np.min(c[usable] * alone)) + tol  # one kind alone covers it
-    step = max(float(np.min(c[usable])) / 4, tol)
+    step = max(reach, float(np.min(c[usable])) / 4, tol)
     while True:
         limit = min(floor + step, ceiling)
-        _, x, _, _ = _covers(a, c, np.array([d]), np.array([limit]))
+        _, x, _, value = _covers(a, c, np.array([d]), np.array([limit]))
         if x.shape[0]:
-            return float(np.min(x @ c))
+            return float(np.min(value)), x, value, limit
         if limit >= ceiling:
             raise _Fallback("no cover within a single kind's cost")  # float64 rounding; never seen
         step *= 2
@@ -503,14 +506,15 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
     priced = c + np.tensordot(prices, R, axes=1) if k else c.copy()  # every row priced
     partly = c + np.tensordot(prices[other], R[other], axes=1) if k else c.copy()  # all but the exact row
     offset = float(prices[other] @ b[other]) if k else 0.0
-    least = np.array([_least_cover(a[w], priced[w], d[w], tol) for w in range(nw)])
+    gap = max(1e-4 * scale, tol)
+    first = [_least_cover(a[w], priced[w], d[w], tol, gap) for w in range(nw)]
+    least = np.array([f[0] for f in first])
+    found: list = [(f[1], f[2]) for f in first]
+    limit = np.array([f[3] for f in first])
     # No minimal plan costs more than every kind at its most (each alone covering its workload).
     dearest = sum(float(c[w][a[w] > 0] @ _smallest_cover(np.zeros(int(np.sum(a[w] > 0))), a[w][a[w] > 0], d[w]))
                   for w in range(nw)) + tol
     bound = least.sum() - (prices @ b if k else 0.0)
-    limit = np.full(nw, -np.inf)
-    found: list = [None] * nw
-    gap = max(1e-4 * scale, tol)
     while True:
         most = bound + gap  # the search finds every plan costing at most this
         top = most + offset + tol
