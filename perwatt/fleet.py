@@ -179,10 +179,12 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     return frame
 
 
-#: Seconds HiGHS may spend on one programme before the plan is reported as unproven. The book's
-#: hardest (its fleet figure at a 36 MW site, the assumed chips at half power, a 50 tokens/s
-#: agent target) takes about 4 s and 14,000 branch-and-bound nodes on a shared 2-core machine; a
-#: limit of 20 s was reached when the test suite, a book build and a kernel ran at once.
+#: Seconds HiGHS may spend on one programme before the plan is reported as unproven (only where
+#: the exact search hands a programme over: none of the book's). HiGHS took about 4 s and 14,000
+#: branch-and-bound nodes on the book's hardest (its fleet figure at a 36 MW site, the assumed
+#: chips at half power, a 50 tokens/s agent target) on a shared 2-core machine, the exact search
+#: a few tenths of a second; a limit of 20 s was reached when the test suite, a book build and a
+#: kernel ran at once.
 SOLVER_TIME_LIMIT_S = 120.0
 
 
@@ -255,7 +257,14 @@ def _highs(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, up
 # 3. A search over the workloads combines candidates, checking every coupling row exactly and
 #    dropping a partial plan when another costs less (beyond rounding) and uses no more of any row.
 # 4. If the cheapest plan found costs at most C, no plan outside the search is cheaper: it is the
-#    optimum. Otherwise g grows and the search repeats.
+#    optimum. Otherwise g grows and the search repeats. Once C is above what every plan in which
+#    each instance is needed could cost and nothing was found, there is no plan.
+# A coupling row slack in the relaxation (no price) is left out until a plan breaks it: a plan
+# optimal without a row and within it is optimal with it.
+#
+# Feasibility is exact in float64, as assign computes its rows: a plan short of a workload's volume
+# by any amount is no plan. (HiGHS accepts rows missed by up to its tolerance, 1e-6; the book's
+# plans have tokens per second to spare, and are the same either way.)
 #
 # Ties: costs are compared exactly (as the rationals the float64 costs are) among plans within
 # rounding of the cheapest, and of plans of exactly equal cost the one first in lexicographic order
@@ -507,10 +516,10 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
     partly = c + np.tensordot(prices[other], R[other], axes=1) if k else c.copy()  # all but the exact row
     offset = float(prices[other] @ b[other]) if k else 0.0
     gap = max(1e-4 * scale, tol)
-    first = [_least_cover(a[w], priced[w], d[w], tol, gap) for w in range(nw)]
-    least = np.array([f[0] for f in first])
-    found: list = [(f[1], f[2]) for f in first]
-    limit = np.array([f[3] for f in first])
+    seeds = [_least_cover(a[w], priced[w], d[w], tol, gap) for w in range(nw)]
+    least = np.array([s[0] for s in seeds])
+    found: list = [(s[1], s[2]) for s in seeds]  # each workload's covers, and their priced costs
+    limit = np.array([s[3] for s in seeds])  # ... enumerated up to this priced cost
     # No minimal plan costs more than every kind at its most (each alone covering its workload).
     dearest = sum(float(c[w][a[w] > 0] @ _smallest_cover(np.zeros(int(np.sum(a[w] > 0))), a[w][a[w] > 0], d[w]))
                   for w in range(nw)) + tol
@@ -538,9 +547,9 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
         before = [np.zeros(chips + 1)]
         if nw > 1:
             u, v = steps[order[0]]
-            first = np.full(chips + 1, np.inf)
-            np.minimum.at(first, u[u <= chips], v[u <= chips])
-            before.append(np.minimum.accumulate(first))
+            alone = np.full(chips + 1, np.inf)
+            np.minimum.at(alone, u[u <= chips], v[u <= chips])
+            before.append(np.minimum.accumulate(alone))
         for i in range(1, nw - 1):
             before.append(_combine(*steps[order[i]], before[i]))
         ordered = []
