@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from perwatt import catalog, fleet, fleet_scenario
+from perwatt import catalog, covers, fleet, fleet_scenario, fleet_search
 from perwatt.figures import fleet_choices
 
 PRICE = catalog.assumption("electricity_price_usd_per_kwh")
@@ -50,8 +50,8 @@ def highs(c, matrix, lower, upper):
 def exact_solver(c, matrix, lower, upper):
     """The exact solver's plan, or None where it hands the programme to HiGHS."""
     try:
-        return fleet._cheapest_plan(c, matrix, lower, upper)
-    except fleet._Fallback:
+        return fleet_search.cheapest_plan(c, matrix, lower, upper)
+    except covers.Unsolved:
         return None
 
 
@@ -176,9 +176,9 @@ def test_a_search_too_large_is_handed_to_highs(monkeypatch):
     kit = fleet_scenario.hardware(35.0)
     plan = fleet.assign(workloads, kit, PRICE, catalog.facility_pue())
     fleet._solve.cache_clear()
-    monkeypatch.setattr(fleet, "_MAX_ROWS", 10)
-    with pytest.raises(fleet._Fallback):
-        fleet._expand(np.array([11]))
+    monkeypatch.setattr(covers, "MAX_ROWS", 10)
+    with pytest.raises(covers.Unsolved):
+        covers.expand(np.array([11]))
     again = fleet.assign(workloads, kit, PRICE, catalog.facility_pue())
     fleet._solve.cache_clear()
     assert again["instances"].tolist() == plan["instances"].tolist()
@@ -186,8 +186,8 @@ def test_a_search_too_large_is_handed_to_highs(monkeypatch):
 
 def test_a_programme_not_of_the_fleets_structure_goes_to_highs():
     c, matrix, lower, upper = programme([[1.0, 2.0]], [[1.0, 1.0]], [3.0])
-    with pytest.raises(fleet._Fallback):
-        fleet._cheapest_plan(c, matrix[:, ::-1].copy(), np.array([-np.inf]), np.array([3.0]))  # a ≤ row, no cover
+    with pytest.raises(covers.Unsolved):
+        fleet_search.cheapest_plan(c, matrix[:, ::-1].copy(), np.array([-np.inf]), np.array([3.0]))  # a ≤ row, no cover
     status, message, x = fleet._solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), True)
     assert status == 0 and x.tolist() == [3.0, 0.0]
 
