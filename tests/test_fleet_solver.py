@@ -242,3 +242,25 @@ def test_the_exact_solver_equals_highs_on_the_books_default_and_a_binding_budget
     prog = (np.frombuffer(costs), np.frombuffer(matrix).reshape(shape), np.array(lower), np.array(upper))
     status, x_highs = highs(*prog)
     assert status == 0 and np.array_equal(exact_solver(*prog), x_highs)
+
+
+def test_a_highs_time_out_on_a_programme_handed_over_is_still_a_runtime_error(monkeypatch):
+    # The exact search hands the programme over; HiGHS stops at its time limit: status 1, which
+    # assign raises as RuntimeError (not ValueError: it proves nothing about whether a plan exists).
+    class Stopped:
+        status, message, x = 1, "Time limit reached.", None
+
+    def hand_over(*args):
+        raise covers.Unsolved("handed over")
+
+    monkeypatch.setattr(fleet_search, "cheapest_plan", hand_over)
+    monkeypatch.setattr(fleet, "milp", lambda *args, **kwargs: Stopped())
+    fleet._solve.cache_clear()
+    fleet._highs.cache_clear()
+    c, matrix, lower, upper = programme([[1.0]], [[1.0]], [1.0])
+    status, message, x = fleet._solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), True)
+    assert (status, message) == (1, "Time limit reached.") and not x.flags.writeable
+    with pytest.raises(RuntimeError, match="solver stopped"):
+        fleet.assign([fleet.Workload("w", 1, 1, 0, 1.0)], [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 1.0})], 0.0, 1.0)
+    fleet._solve.cache_clear()
+    fleet._highs.cache_clear()
