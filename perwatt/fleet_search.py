@@ -182,7 +182,6 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
     chips = int(b[0]) if exact is not None else 0
     other = slice(1, None) if exact is not None else slice(0, None)
     priced = c + np.tensordot(prices, R, axes=1) if k else c.copy()  # every row priced
-    partly = c + np.tensordot(prices[other], R[other], axes=1) if k else c.copy()  # all but the exact row
     offset = float(prices[other] @ b[other]) if k else 0.0
     gap = max(1e-4 * scale, tol)
     seeds = [least_cover(a[w], priced[w], d[w], tol, gap) for w in range(nw)]
@@ -209,13 +208,18 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
                 found[w] = (x, value)
 
         def candidates(w: int) -> tuple:
+            # each cover, its partly priced cost and its chips of the exact row (the other rows later,
+            # for the few that pass the tables)
             x, value = found[w]
-            x = x[value <= least[w] + gap + tol]
-            use = x @ R[:, w, :].T if k else np.zeros((x.shape[0], 0))
-            return x, use, x @ partly[w], use[:, 0].astype(np.int64) if exact is not None else np.zeros(x.shape[0], np.int64)
+            keep = value <= least[w] + gap + tol
+            x, value = x[keep], value[keep]
+            if exact is None:
+                return x, value, np.zeros(x.shape[0], np.int64)
+            chip_use = x @ R[0, w]
+            return x, value - prices[0] * chip_use, chip_use.astype(np.int64)
 
         cands = [None if w in deferred else candidates(w) for w in range(nw)]
-        steps = [None if w in deferred else _least_by_use(cands[w][3], cands[w][2]) for w in range(nw)]
+        steps = [None if w in deferred else _least_by_use(cands[w][2], cands[w][1]) for w in range(nw)]
         for w in deferred:
             # A lower bound meanwhile: no cover costs less than the least, less the exact row's price
             # for each chip it may use.
@@ -233,7 +237,7 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
             found[w] = (x, value)
             limit[w] = -np.inf  # bounded by this round's tables: enumerated afresh the next round
             cands[w] = candidates(w)
-            steps[w] = _least_by_use(cands[w][3], cands[w][2])
+            steps[w] = _least_by_use(cands[w][2], cands[w][1])
         order = sorted(range(nw), key=lambda w: -steps[w][0].size)
         # after[i][r]: least partly-priced cost of workloads order[i:] within r chips of the exact row;
         # before[i][r]: of order[:i]
@@ -250,7 +254,7 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
             before.append(_combine(*steps[order[i]], before[i]))
         ordered = []
         for i, w in enumerate(order):
-            x, use, value, chip_use = cands[w]
+            x, value, chip_use = cands[w]
             u, _ = steps[w]
             room = chips - u
             if i == 0:
@@ -258,7 +262,8 @@ def _search(c, a, d, R, b, prices, scale: float, tol: float) -> np.ndarray:
             else:
                 others = _split_least(before[i], after[i + 1], room)
             keep = value + others[np.searchsorted(u, chip_use)] <= top
-            x, use, value = x[keep], use[keep], value[keep]
+            x, value = x[keep], value[keep]
+            use = x @ R[:, w, :].T if k else np.zeros((x.shape[0], 0))
             keep = undominated(x @ c[w], use, tol)
             x, use, value = x[keep], use[keep], value[keep]
             by_value = np.argsort(value, kind="stable")
