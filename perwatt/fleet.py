@@ -10,8 +10,9 @@ for the hardware, a rated power (its peak draw), a price per hour and a supply. 
 The cheapest assignment is a mixed-integer linear programme: choose how many instances of each kind
 serve each workload, to minimise the hourly cost of chips and electricity, subject to serving every
 workload's volume, to the chips of each kind that exist and, optionally, to a site power budget on
-the fleet's peak draw (every chip at its rating, times the PUE). SciPy's HiGHS solver finds the
-optimum with no relative gap allowed.
+the fleet's peak draw (every chip at its rating, times the PUE). The optimum is exact: a solver
+for this structure (:mod:`perwatt.fleet_search`) proves it, and SciPy's HiGHS, with no relative gap
+allowed, settles what that solver does not take on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from perwatt import checks, data
+from perwatt import checks, data, fleet_search
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,13 @@ class Workload:
         checks.scalar("osl_tokens", self.osl_tokens, minimum=1.0, maximum=checks.MAX_TOKENS)
         checks.scalar("min_tokens_per_s_per_user", self.min_tokens_per_s_per_user, minimum=0.0, maximum=checks.MAX_RATE)
         checks.scalar("output_tokens_per_s", self.output_tokens_per_s, minimum=0.0, maximum=checks.MAX_RATE)
-        checks.choice("model", self.model, tuple(data.load("model_specs")["model"]))
+        checks.choice("model", self.model, _models())
+
+
+@data.cached
+def _models() -> tuple[str, ...]:
+    # read once per data folder, not once per workload (a chapter builds thousands)
+    return tuple(data.load("model_specs")["model"])
 
 
 def _supply(name: str, value) -> float:
@@ -128,7 +135,7 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
             raise ValueError(f"hardware {h.name!r} has no capacity for workloads {sorted(set(names) - set(h.capacity))}")
     # Variable w * nh + h counts instances of hardware h on workload w, each of size[w, h] chips.
     size = np.array([[h.chips_per_instance(w.name) for h in hardware] for w in workloads], dtype=float)
-    cost = np.array([[hourly_cost(h, w.name, price_usd_per_kwh, pue) for h in hardware] for w in workloads])
+    cost = np.array([[hourly_cost.unchecked(h, w.name, price_usd_per_kwh, pue) for h in hardware] for w in workloads])
     cap = np.array([[h.capacity[w.name] for h in hardware] for w in workloads], dtype=float)
     peak_kw = np.array([h.power_w for h in hardware]) / 1000 * pue
     c = (size * cost).ravel()
@@ -171,24 +178,37 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
     return frame
 
 
-#: Seconds HiGHS may spend on one programme before the plan is reported as unproven. The book's
-#: hardest (its fleet figure at a 36 MW site, the assumed chips at half power, a 50 tokens/s
-#: agent target) takes about 4 s and 14,000 branch-and-bound nodes on a shared 2-core machine; a
-#: limit of 20 s was reached when the test suite, a book build and a kernel ran at once.
+#: Seconds HiGHS may spend on one programme before the plan is reported as unproven (only where
+#: the exact search of :mod:`perwatt.fleet_search` hands a programme over: none of the book's). HiGHS took about 4 s and 14,000
+#: branch-and-bound nodes on the book's hardest (its fleet figure at a 36 MW site, the assumed
+#: chips at half power, a 50 tokens/s agent target) on a shared 2-core machine, the exact search
+#: a few tenths of a second; a limit of 20 s was reached when the test suite, a book build and a
+#: kernel ran at once.
 SOLVER_TIME_LIMIT_S = 120.0
 
 
 @data.cached
 def _solve(costs: bytes, matrix: bytes, shape: tuple[int, int], lower: tuple, upper: tuple,
            integral: bool) -> tuple[int, str, np.ndarray]:
-    """HiGHS on one programme, given as the bytes of its float64 arrays so that a chapter asking the
-    same question twice (a figure's default setting and the prose's plan) solves it once: a
-    zero-gap solve takes about a second. Returns the solver's status, message and solution (read-only:
+    """The cheapest plan of one programme, given as the bytes of its float64 arrays so that a chapter
+    asking the same question twice (a figure's default setting and the prose's plan) solves it once.
+    Whole instances: :func:`perwatt.fleet_search.cheapest_plan` where the programme has the fleet's
+    structure and the search stays small, else HiGHS. Returns the solver's status, message and solution (read-only:
     every caller shares it)."""
-    try:
-        status, message, x = _highs(costs, matrix, shape, lower, upper, integral)
-    except _TimedOut as stopped:
-        status, message, x = 1, str(stopped), np.zeros(shape[1])
+    x = None
+    if integral:
+        try:
+            x = fleet_search.cheapest_plan(np.frombuffer(costs, dtype=float),
+                                           np.frombuffer(matrix, dtype=float).reshape(shape),
+                                           np.array(lower, dtype=float), np.array(upper, dtype=float))
+            status, message = 0, "Optimal (whole instances, proven by the fleet's exact search)."
+        except fleet_search.Unsolved:
+            x = None
+    if x is None:
+        try:
+            status, message, x = _highs(costs, matrix, shape, lower, upper, integral)
+        except _TimedOut as stopped:
+            status, message, x = 1, str(stopped), np.zeros(shape[1])
     x = x.copy()
     x.setflags(write=False)
     return status, message, x

@@ -100,8 +100,13 @@ def assumed_price(accelerator: str) -> float:
 
 def _profile(name: str, workloads: list[Workload], price: float, rated: float, assumed: bool,
              supply: float = np.inf) -> Hardware:
-    points = {w.name: operating_point(name, w, rated) for w in workloads}
-    label = str(data.load("accelerators").set_index("accelerator").loc[name, "label"])
+    # operating_point's checks once for the chip, not once per workload (a chapter builds hundreds)
+    WATTS("power_w", rated)
+    if not np.isfinite(rated):
+        raise ValueError(f"power_w: {chip(name).label}'s power is not published; give an assumed power")
+    points = {w.name: _sourced_point(w.model, name, w.isl_tokens, w.osl_tokens, w.min_tokens_per_s_per_user,
+                                     float(rated)) for w in workloads}
+    label = catalog.accelerator_label(name)
     return Hardware(name=name, label=label + (" (assumed power and price)" if assumed else ""), usd_per_hour=price,
                     power_w=rated, capacity={k: p["capacity"] for k, p in points.items()},
                     instance_chips={k: p["chips"] for k, p in points.items()},
@@ -156,6 +161,12 @@ JALAPENO = checks.kind(JalapenoAssumptions)
 
 def reported_models() -> tuple[str, ...]:
     """The models with a reported Jalapeño point (data/benchmark_results.csv)."""
+    return _reported_models()
+
+
+@data.cached
+def _reported_models() -> tuple[str, ...]:
+    # read once per data folder: every Jalapeño profile checks its workloads' models against it
     results = catalog.results()
     return tuple(dict.fromkeys(results.loc[results["system"] == catalog.CANDIDATE, "model"]))
 
@@ -217,7 +228,8 @@ def jalapeno_profile(workloads: list[Workload], assumptions: JalapenoAssumptions
     site provisions; price per watt of rating relative to GB200's."""
     rated = catalog.power_w(catalog.CANDIDATE, "chip_rated")
     gb200_price = float(catalog.rental_usd_per_hour("gb200"))
-    points = {w.name: jalapeno_point(w, assumptions) for w in workloads}
+    points = {w.name: _jalapeno_point(w.model, float(assumptions.tflops), float(assumptions.hbm_gb), w.isl_tokens,
+                                      w.osl_tokens, w.min_tokens_per_s_per_user) for w in workloads}
     return Hardware(
         name="jalapeno", label="Jalapeño (assumed)",
         usd_per_hour=gb200_price / chip("gb200").power_w * rated * assumptions.usd_per_watt_hour_vs_gb200,

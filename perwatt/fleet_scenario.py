@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perwatt import catalog, checks, fleet_profiles
+from perwatt import catalog, checks, data, fleet_profiles
 from perwatt.fleet import SITE_MW, Workload, _supply, assign
 from perwatt.fleet_profiles import JALAPENO, SCALE, JalapenoAssumptions
 
@@ -61,6 +61,12 @@ def _shares() -> dict[str, float]:
 def scenario_workloads(agent_min_rate: float) -> list[Workload]:
     """Each model's four workloads, named ``"<model> <kind>"``, with volumes from the assumed split
     of the fleet's output and targets from the assumptions (agent calls at ``agent_min_rate``)."""
+    return list(_workloads(float(agent_min_rate)))
+
+
+@data.cached
+def _workloads(agent_min_rate: float) -> tuple[Workload, ...]:
+    # built once per target: every scenario, profile and table of the chapter asks for them
     a = catalog.assumption
     total, r1 = a("fleet_output_tokens_per_s"), a("fleet_deepseek_r1_share")
     targets = {"chat": a("chat_min_tokens_per_s_per_user"), "agent": agent_min_rate,
@@ -70,7 +76,7 @@ def scenario_workloads(agent_min_rate: float) -> list[Workload]:
         for kind, part in _shares().items():
             isl, osl = _lengths(kind)
             out.append(Workload(f"{model} {kind}", isl, osl, targets[kind], total * share * part, model))
-    return out
+    return tuple(out)
 
 
 @checks.validated(workload=checks.TEXT)
@@ -86,11 +92,20 @@ def kind_of(workload: str) -> str:
                   supply=_SUPPLY)
 def hardware(agent_min_rate: float, power_scale: float = 1.0, assumptions: JalapenoAssumptions | None = None,
              supply: dict | None = None) -> list:
-    """The scenario's hardware profiles (sourced and assumed) for its workloads."""
-    workloads = scenario_workloads(agent_min_rate)
+    """The scenario's hardware profiles (sourced and assumed) for its workloads (shared between
+    calls with the same arguments: the profiles are frozen, not to be changed in place)."""
     assumptions = JalapenoAssumptions() if assumptions is None else assumptions
-    return (fleet_profiles.sourced_profiles(workloads, power_scale, supply)
-            + [fleet_profiles.jalapeno_profile(workloads, assumptions)])
+    return list(_kit(float(agent_min_rate), float(power_scale), assumptions,
+                     None if supply is None else tuple(sorted(supply.items()))))
+
+
+@data.cached
+def _kit(agent_min_rate: float, power_scale: float, assumptions: JalapenoAssumptions,
+         supply: tuple | None) -> tuple:
+    # built once per set of arguments: the chapter's figure and table ask for each kit many times
+    workloads = scenario_workloads(agent_min_rate)
+    return tuple(fleet_profiles.sourced_profiles(workloads, power_scale, None if supply is None else dict(supply))
+                 + [fleet_profiles.jalapeno_profile(workloads, assumptions)])
 
 
 @checks.validated(agent_min_rate=RATE_ARG, price_usd_per_kwh=checks.PRICE, site_mw=SITE_MW, power_scale=SCALE,
