@@ -37,7 +37,7 @@ MODULES = (metrics, accounting, specs, parallel, roofline, serving, calibration,
            agent_loop)
 #: Public callables left out, each with the reason.
 SKIP = {
-    "fleet_scenario.sensitivity": "runs eighteen scenarios (half a minute a call); its arguments are "
+    "fleet_scenario.sensitivity": "runs eighteen scenarios (seconds a call); its arguments are "
                                   "fleet_scenario.scenario's, which is fuzzed, and tests/test_fleet.py runs it",
     "specs.ModelSpec": "a record that specs.model_spec fills from the validated data/model_specs.csv; fuzzed "
                        "through model_spec and every function that takes one",
