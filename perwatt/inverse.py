@@ -26,11 +26,18 @@ UNLIMITED_FLOPS = 1e21
 
 
 def _bisect_log(f, low: float, high: float, steps: int = 200) -> float:
-    """The x in [low, high] where the increasing f crosses zero, by bisection on log x."""
+    """The x in [low, high] where the increasing f crosses zero, by bisection on log x.
+
+    A step depends only on the bracket, so once a step leaves the bracket as it was (its ends are
+    adjacent doubles, about 55 steps in), every later step would too: the loop stops there, with
+    the answer all ``steps`` give."""
     a, b = np.log(low), np.log(high)
     for _ in range(steps):
         mid = (a + b) / 2
-        a, b = (mid, b) if f(float(np.exp(mid))) < 0 else (a, mid)
+        bracket = (mid, b) if f(float(np.exp(mid))) < 0 else (a, mid)
+        if bracket == (a, b):
+            break
+        a, b = bracket
     return float(np.exp((a + b) / 2))
 
 
@@ -68,12 +75,15 @@ def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: 
                                          "batch": [float(batch)]}))
     peak = UNLIMITED_FLOPS if tflops is None else tflops * TERA
     given = parameters(assumptions)
+    device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=BANDWIDTH_SEARCH[1],
+                  peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=1000.0,
+                  scale_up_bytes_s=reader_link_bytes_s(), scale_up_domain=chips)
+    # The chip's fields but its bandwidth, and the row's terms, read once: a bisection asks for
+    # dozens of points.
+    fields, row = {**_fields(device, device.power_w, spec), **given}, {k: v.to_numpy() for k, v in grid.items()}
 
-    def point(bandwidth: float, power_w: float = 1000.0) -> dict:
-        device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=bandwidth,
-                      peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
-                      scale_up_bytes_s=reader_link_bytes_s(), scale_up_domain=chips)
-        return FORMULA.evaluate(grid.to_dict("series"), {**_fields(device, power_w, spec), **given})
+    def point(bandwidth: float) -> dict:
+        return FORMULA.evaluate(row, {**fields, "bandwidth": bandwidth})
 
     ceiling = float(point(BANDWIDTH_SEARCH[1])["x"][0])
     memory_gb = float(grid["memory"].iloc[0]) / GIGA
