@@ -77,48 +77,54 @@ def _precision(value: str) -> str:
 
 
 def _pools(table: pd.DataFrame) -> list[tuple]:
-    """What :func:`predict` runs for ``table``, read from the frame once: per (chip, precision,
-    workload) group of the usable rows, the model, the chip, the lengths, and the positions and
-    arguments of its single-pool and disaggregated rows (a fit predicts the same rows hundreds of
-    times, and reading them out of the frame cost far more than the arithmetic)."""
+    """What :func:`predict` runs for ``table``, read from the frame once: per chip and precision
+    among the usable rows, the model and the chip, and for its single-pool rows and its
+    disaggregated rows, their positions and arguments (lengths included: each row's workload's).
+
+    A fit predicts the same rows hundreds of times: reading them out of the frame cost far more
+    than the arithmetic, and so did one call of the serving model per workload. The serving model
+    works element by element, so rows of several workloads in one call get the numbers they get
+    alone; a pass without drafts adds a draft step of zero, which leaves its time as it was."""
     ok = np.flatnonzero((usable(table) == "").to_numpy())
     rows = table.iloc[ok]
+    disagg, mtp = rows["disagg"].to_numpy(bool), (rows["spec_method"] == "mtp").to_numpy()
+    drawn = {w: catalog.lengths(w) for w in dict.fromkeys(rows["workload"])}
+    isl = np.array([drawn[w].isl_mean for w in rows["workload"]], dtype=float)
+    osl = np.array([drawn[w].osl_mean for w in rows["workload"]], dtype=float)
+    single = (rows["concurrency"].to_numpy(float), isl, osl, rows["decode_tp"].to_numpy(float),
+              rows["decode_ep"].to_numpy(float), rows["decode_dp_attention"].to_numpy(bool))
+    split_rows = rows[disagg]
+    p_chips = (split_rows["prefill_gpus"] / split_rows["prefill_workers"]).to_numpy(float)
+    d_chips = (split_rows["decode_gpus"] / split_rows["decode_workers"]).to_numpy(float)
+    split = (split_rows["concurrency"].to_numpy(float), isl[disagg], osl[disagg], p_chips, d_chips,
+             split_rows["prefill_workers"].to_numpy(float), split_rows["decode_workers"].to_numpy(float),
+             np.gcd(split_rows["prefill_ep"].to_numpy(int), p_chips.astype(int)),
+             np.gcd(split_rows["decode_ep"].to_numpy(int), d_chips.astype(int)),
+             split_rows["prefill_dp_attention"].to_numpy(bool), split_rows["decode_dp_attention"].to_numpy(bool))
+    # Where each usable row sits among the disaggregated ones (for a group's share of ``split``).
+    among_split = np.cumsum(disagg) - 1
     pools = []
-    for (hardware, precision, workload), where in rows.groupby(["hardware", "precision", "workload"]).indices.items():
-        group = rows.iloc[where]
-        spec = model_spec("deepseek-r1").with_precision(_precision(precision))
-        drawn = catalog.lengths(workload)
-        mtp = (group["spec_method"] == "mtp").to_numpy()
-        disagg = group["disagg"].to_numpy(bool)
-        single, split = group[~disagg], group[disagg]
-        single_args = (single["concurrency"].to_numpy(float), single["decode_tp"].to_numpy(float),
-                       single["decode_ep"].to_numpy(float), single["decode_dp_attention"].to_numpy(bool))
-        p_chips = (split["prefill_gpus"] / split["prefill_workers"]).to_numpy(float)
-        d_chips = (split["decode_gpus"] / split["decode_workers"]).to_numpy(float)
-        split_args = (split["concurrency"].to_numpy(float), p_chips, d_chips,
-                      split["prefill_workers"].to_numpy(float), split["decode_workers"].to_numpy(float),
-                      np.gcd(split["prefill_ep"].to_numpy(int), p_chips.astype(int)),
-                      np.gcd(split["decode_ep"].to_numpy(int), d_chips.astype(int)),
-                      split["prefill_dp_attention"].to_numpy(bool), split["decode_dp_attention"].to_numpy(bool))
-        pools.append((spec, chip(hardware), drawn.isl_mean, drawn.osl_mean, mtp, disagg, ok[where[~disagg]],
-                      single_args, ok[where[disagg]], split_args))
+    for (hardware, precision), where in rows.groupby(["hardware", "precision"]).indices.items():
+        alone, apart = where[~disagg[where]], where[disagg[where]]
+        pools.append((model_spec("deepseek-r1").with_precision(_precision(precision)), chip(hardware),
+                      mtp[alone], ok[alone], tuple(a[alone] for a in single),
+                      mtp[apart], ok[apart], tuple(a[among_split[apart]] for a in split)))
     return pools
 
 
 def _modelled(pools: list[tuple], n: int, assumptions: Assumptions, mtp_tokens_per_pass: float) -> np.ndarray:
     """:func:`predict`'s values as an (n, 2) array, in :data:`TARGETS`' order, from :func:`_pools`."""
     out = np.full((n, len(TARGETS)), np.nan)
-    for spec, device, isl, osl, mtp, disagg, single_at, single, split_at, split in pools:
-        drafts = np.where(mtp, MTP_DRAFTS, 0)
-        accepted = np.where(mtp, mtp_tokens_per_pass, 1.0)
+    for spec, device, single_mtp, single_at, single, split_mtp, split_at, split in pools:
         if len(single_at):
-            r = serving.serve(spec, device, single[0], isl, osl, assumptions, *single[1:], drafts[~disagg],
-                              accepted[~disagg])
+            concurrency, isl, osl, *layout = single
+            r = serving.serve(spec, device, concurrency, isl, osl, assumptions, *layout,
+                              np.where(single_mtp, MTP_DRAFTS, 0), np.where(single_mtp, mtp_tokens_per_pass, 1.0))
             out[single_at, 0] = r["total_tokens_per_s_per_chip"]
             out[single_at, 1] = r["tokens_per_s_per_user"]
         if len(split_at):
-            r = serving.serve_disaggregated(spec, device, split[0], isl, osl, *split[1:], drafts[disagg],
-                                            accepted[disagg], assumptions)
+            r = serving.serve_disaggregated(spec, device, *split, np.where(split_mtp, MTP_DRAFTS, 0),
+                                            np.where(split_mtp, mtp_tokens_per_pass, 1.0), assumptions)
             out[split_at, 0] = r["total_tokens_per_s_per_chip"]
             out[split_at, 1] = r["tokens_per_s_per_user"]
     return out
