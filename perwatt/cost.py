@@ -60,8 +60,11 @@ SHARE = checks.fraction
 ONE_YEAR = checks.rule(checks.scalar, minimum=0.1, maximum=100.0)
 
 
-def _price_table(name: str, key: str) -> pd.DataFrame:
-    return data.load(name).set_index(key)
+@data.cached
+def _purchase_prices() -> dict[str, tuple[float, float]]:
+    """data/purchase_prices.csv by chip (its key): the low and high quote, US$."""
+    table = data.load("purchase_prices")
+    return {str(a): (lo, hi) for a, lo, hi in zip(table["accelerator"], table["usd_low"], table["usd_high"])}
 
 
 @checks.validated(accelerator=checks.TEXT)
@@ -75,10 +78,11 @@ def rental_usd_per_hour(accelerator: str) -> float | None:
 def purchase_usd(accelerator: str) -> float | None:
     """The middle of the quoted purchase price range per chip (derived from data/purchase_prices.csv,
     whose figures are estimates or press reports, not list prices); None where no price is found."""
-    table = _price_table("purchase_prices", "accelerator")
-    if accelerator not in table.index or not np.isfinite(table.loc[accelerator, "usd_low"]):
+    prices = _purchase_prices()  # looked up hundreds of times a figure: a dict, not the table each time
+    if accelerator not in prices or not np.isfinite(prices[accelerator][0]):
         return None
-    return float((table.loc[accelerator, "usd_low"] + table.loc[accelerator, "usd_high"]) / 2)
+    low, high = prices[accelerator]
+    return float((low + high) / 2)
 
 
 @checks.validated(power_w=checks.power_w, pue=checks.pue, price_usd_per_kwh=checks.price_usd_per_kwh)

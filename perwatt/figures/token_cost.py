@@ -31,8 +31,9 @@ def costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float, life
     """:func:`perwatt.cost.token_costs` at one setting, its costs to :data:`DIGITS` significant digits
     (tokens per dollar in millions, fewer characters per row)."""
     frame = cost.token_costs(basis, custom_usd_per_hour, price_usd_per_kwh, lifetime_years, overhead_usd_per_hour)
-    frame = frame.assign(million_tokens_per_usd=frame["tokens_per_usd"] / 1e6)
-    return frame[["system", "end", *DIGITS]].assign(**{c: _rounded(frame[c], d) for c, d in DIGITS.items()})
+    values = {**{c: frame[c] for c in DIGITS if c in frame}, "million_tokens_per_usd": frame["tokens_per_usd"] / 1e6}
+    return pd.DataFrame({"system": frame["system"], "end": frame["end"],
+                         **{c: _rounded(values[c], d) for c, d in DIGITS.items()}})
 
 
 def _draw(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
