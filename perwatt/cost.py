@@ -191,15 +191,17 @@ def token_costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float
     input_fraction = drawn.isl_mean / (drawn.isl_mean + drawn.osl_mean)
     points = operating_points.unchecked(model, systems)
     rows = []
-    for point in points.itertuples(index=False):
-        hourly = _hourly(basis, point.system, point.power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
+    # Column by column (Python numbers, as itertuples gives them): a figure asks for hundreds of these.
+    for system, end, power_w, tokens_per_s, prefill_share in zip(
+            points["system"], points["end"], *(points[c].tolist() for c in ("power_w", "tokens_per_s", "prefill_share"))):
+        hourly = _hourly(basis, system, power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
                          lifetime_years, overhead_usd_per_hour)
         if hourly is None or hourly <= 0:
             continue
-        energy = electricity_usd_per_hour.unchecked(point.power_w, pue, price_usd_per_kwh)
-        costs = per_million.unchecked(hourly, point.tokens_per_s, point.prefill_share, input_fraction)
-        rows.append({"system": point.system, "system_label": catalog.accelerator_label(point.system),
-                     "end": point.end, "usd_per_chip_hour": hourly, "electricity_usd_per_chip_hour": energy,
+        energy = electricity_usd_per_hour.unchecked(power_w, pue, price_usd_per_kwh)
+        costs = per_million.unchecked(hourly, tokens_per_s, prefill_share, input_fraction)
+        rows.append({"system": system, "system_label": catalog.accelerator_label(system),
+                     "end": end, "usd_per_chip_hour": hourly, "electricity_usd_per_chip_hour": energy,
                      "usd_per_million_tokens": costs["total"], "usd_per_million_input": costs["input"],
                      "usd_per_million_output": costs["output"],
                      "tokens_per_usd": tokens_per_usd.unchecked(costs["total"]),
