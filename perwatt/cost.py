@@ -164,15 +164,33 @@ def operating_points(model: str = MODEL, systems: list = list(CHIPS)) -> pd.Data
     return _points(model, tuple(dict.fromkeys(systems)))
 
 
-def _hourly(basis: str, system: str, power_w: float, custom_usd_per_hour: float, price_usd_per_kwh: float,
-            pue: float, lifetime_years: float, overhead_usd_per_hour: float) -> float | None:
+def _hourly(basis: str, rental_usd: float | None, purchase: float | None, power_w: float, custom_usd_per_hour: float,
+            price_usd_per_kwh: float, pue: float, lifetime_years: float, overhead_usd_per_hour: float) -> float | None:
+    """A chip-hour's price on ``basis``, from the chip's rent and purchase price (None: not found)."""
     if basis == "rental":
-        return rental_usd_per_hour.unchecked(system)
+        return rental_usd
     if basis == "custom":
         return custom_usd_per_hour
-    price = purchase_usd.unchecked(system)
-    return None if price is None else owned_usd_per_hour.unchecked(
-        price, lifetime_years, power_w, pue, price_usd_per_kwh, overhead_usd_per_hour)["total"]
+    return None if purchase is None else owned_usd_per_hour.unchecked(
+        purchase, lifetime_years, power_w, pue, price_usd_per_kwh, overhead_usd_per_hour)["total"]
+
+
+@data.cached
+def _priced_points(model: str, systems: tuple) -> tuple[tuple, ...]:
+    """:func:`operating_points`' rows as Python values, each with its chip's label, rent and purchase
+    price: what every setting of a cost asks for, looked up once."""
+    points = operating_points.unchecked(model, list(systems))
+    return tuple((system, catalog.accelerator_label(system), end, power_w, tokens_per_s, prefill_share,
+                  rental_usd_per_hour.unchecked(system), purchase_usd.unchecked(system))
+                 for system, end, power_w, tokens_per_s, prefill_share in zip(
+                     points["system"], points["end"],
+                     *(points[c].tolist() for c in ("power_w", "tokens_per_s", "prefill_share"))))
+
+
+#: The columns of :func:`token_costs`.
+COST_COLUMNS = ("system", "system_label", "end", "usd_per_chip_hour", "electricity_usd_per_chip_hour",
+                "usd_per_million_tokens", "usd_per_million_input", "usd_per_million_output", "tokens_per_usd",
+                "electricity_share")
 
 
 @checks.validated(basis=checks.rule(checks.choice, BASES), custom_usd_per_hour=checks.rule(
@@ -189,27 +207,22 @@ def token_costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float
     pue = catalog.assumption("owned_pue") if pue is None else pue
     drawn = catalog.lengths()
     input_fraction = drawn.isl_mean / (drawn.isl_mean + drawn.osl_mean)
-    points = operating_points.unchecked(model, systems)
     rows = []
-    # Column by column (Python numbers, as itertuples gives them): a figure asks for hundreds of these.
-    for system, end, power_w, tokens_per_s, prefill_share in zip(
-            points["system"], points["end"], *(points[c].tolist() for c in ("power_w", "tokens_per_s", "prefill_share"))):
-        hourly = _hourly(basis, system, power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
+    for system, label, end, power_w, tokens_per_s, prefill_share, rental_usd, purchase in _priced_points(
+            model, tuple(systems)):
+        hourly = _hourly(basis, rental_usd, purchase, power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
                          lifetime_years, overhead_usd_per_hour)
         if hourly is None or hourly <= 0:
             continue
         energy = electricity_usd_per_hour.unchecked(power_w, pue, price_usd_per_kwh)
         costs = per_million.unchecked(hourly, tokens_per_s, prefill_share, input_fraction)
-        rows.append({"system": system, "system_label": catalog.accelerator_label(system),
+        rows.append({"system": system, "system_label": label,
                      "end": end, "usd_per_chip_hour": hourly, "electricity_usd_per_chip_hour": energy,
                      "usd_per_million_tokens": costs["total"], "usd_per_million_input": costs["input"],
                      "usd_per_million_output": costs["output"],
                      "tokens_per_usd": tokens_per_usd.unchecked(costs["total"]),
                      "electricity_share": min(energy / hourly, 1.0)})
-    columns = ["system", "system_label", "end", "usd_per_chip_hour", "electricity_usd_per_chip_hour",
-               "usd_per_million_tokens", "usd_per_million_input", "usd_per_million_output", "tokens_per_usd",
-               "electricity_share"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=list(COST_COLUMNS))
 
 
 # --- Per watt as a proxy for cost ---------------------------------------------------------------
