@@ -182,7 +182,7 @@ def errors(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
     out = pd.concat(parts, ignore_index=True)
     out["error_pct"] = (out["modelled"] / out["measured"] - 1) * 100
     out["held_out"] = ~out["hardware"].isin(TRAINING_CHIPS)
-    out["chip"] = out["hardware"].map(catalog.accelerator_label)
+    out["chip"] = out["hardware"].map({h: catalog.accelerator_label(h) for h in dict.fromkeys(out["hardware"])})
     return out
 
 

@@ -116,26 +116,29 @@ def _layouts(spec) -> pd.DataFrame:
 def _terms(model: str, precision: str) -> dict[str, np.ndarray]:
     """:func:`terms`' columns as arrays (read them, never write them: every caller shares them)."""
     spec = model_spec(model).with_precision(precision)
-    grid = _layouts(spec).merge(pd.DataFrame({"batch": np.asarray(BATCHES, dtype=float)}), how="cross")
-    return {name: column.to_numpy() for name, column in _terms_of(spec, grid).items()}
+    layouts = _layouts(spec)
+    batches = np.asarray(BATCHES, dtype=float)
+    # Layout by layout, each at every batch (as a cross join orders them).
+    return _terms_of(spec, *(np.repeat(layouts[c].to_numpy(), len(batches)) for c in ("chips", "ep", "dp_attention")),
+                     np.tile(batches, len(layouts)))
 
 
-def _terms_of(spec, grid: pd.DataFrame) -> pd.DataFrame:
-    """The terms of each row of ``grid`` (chips, ep, dp_attention, batch) at the table workload."""
+def _terms_of(spec, chips: np.ndarray, ep: np.ndarray, dp: np.ndarray, batch: np.ndarray) -> dict[str, np.ndarray]:
+    """The terms of each layout and batch (arrays of one length) at the table workload, by column."""
     drawn = catalog.lengths()
     isl, osl = drawn.isl_mean, drawn.osl_mean
-    chips, ep, dp = (grid[c].to_numpy() for c in ("chips", "ep", "dp_attention"))
-    batch = grid["batch"].to_numpy(float)
+    batch = np.asarray(batch, dtype=float)
     together = np.where(dp, chips, 1).astype(float)
     decode = parallel.pass_terms(spec, batch, isl + osl / 2, chips, ep, dp, 1, "decode", DEFAULTS)
     prefill = parallel.pass_terms(spec, together, 0.0, chips, ep, dp, isl, "prefill", DEFAULTS)
-    out = grid.assign(together=together, layers=float(spec.layers),
-                      pow2=((chips.astype(np.int64) & (chips.astype(np.int64) - 1)) == 0).astype(float),
-                      memory=parallel.memory_per_chip(spec, chips, ep, dp, batch, isl + osl, DEFAULTS))
+    out = {"chips": chips, "ep": ep, "dp_attention": dp, "batch": batch, "together": together,
+           "layers": np.full(batch.shape, float(spec.layers)),
+           "pow2": ((chips.astype(np.int64) & (chips.astype(np.int64) - 1)) == 0).astype(float),
+           "memory": np.asarray(parallel.memory_per_chip(spec, chips, ep, dp, batch, isl + osl, DEFAULTS), dtype=float)}
     for prefix, part in (("d", decode), ("p", prefill)):
         for key, value in part.items():
             if not key.endswith("_bits"):
-                out[f"{prefix}_{key}"] = np.broadcast_to(value, batch.shape)
+                out[f"{prefix}_{key}"] = np.array(np.broadcast_to(value, batch.shape), dtype=float)
     return out
 
 
@@ -218,9 +221,10 @@ def _check_assumptions_match_terms(assumptions: Assumptions) -> None:
                              f"({getattr(DEFAULTS, name)}); {getattr(assumptions, name)} is not supported here")
 
 
-def _priced(model: str, device: Chip, precision: str, power_basis: str, assumptions: Assumptions,
-            power_model: power.PowerModel) -> dict[str, np.ndarray]:
-    """:func:`rows`' columns as arrays, ``efficient`` included."""
+def _admitted(model: str, device: Chip, precision: str, power_basis: str, assumptions: Assumptions,
+              power_model: power.PowerModel) -> tuple[dict[str, np.ndarray], dict]:
+    """The terms of the rows ``device`` runs (:data:`ADMISSION`), and :data:`FORMULA`'s parameters
+    and chip fields for it."""
     _check_assumptions_match_terms(assumptions)
     if not np.isfinite(device.power_w):
         raise ValueError(f"device: {device.label}'s power is not published; give the chip an assumed power_w")
@@ -228,13 +232,32 @@ def _priced(model: str, device: Chip, precision: str, power_basis: str, assumpti
     given = {**_fields(device, device.power_w, model_spec(model).with_precision(precision)),
              **parameters.unchecked(assumptions, power_basis, power_model)}
     valid = ADMISSION.evaluate(terms, given)["valid"] > 0
-    grid = {name: values[valid] for name, values in terms.items()}
+    if not valid.any():
+        raise ValueError(f"model {model!r} does not fit on {device.label} in any layout the model tries")
+    return {name: values[valid] for name, values in terms.items()}, given
+
+
+def _priced(model: str, device: Chip, precision: str, power_basis: str, assumptions: Assumptions,
+            power_model: power.PowerModel) -> dict[str, np.ndarray]:
+    """:func:`rows`' columns as arrays, ``efficient`` included."""
+    grid, given = _admitted(model, device, precision, power_basis, assumptions, power_model)
     out = {name: grid[name] for name in ("chips", "ep", "dp_attention", "batch")}
     out.update(FORMULA.evaluate(grid, given))
-    if not len(out["x"]):
-        raise ValueError(f"model {model!r} does not fit on {device.label} in any layout the model tries")
     out["efficient"] = serving.pareto_efficient(out["x"], out["y"])
     return out
+
+
+def _best_at_bandwidths(model: str, device: Chip, bandwidths, target: float, precision: str = "as_released",
+                        power_basis: str = "rated", assumptions: Assumptions = DEFAULTS,
+                        power_model: power.PowerModel = power.FITTED) -> np.ndarray:
+    """``best_at(frontier(model, device at each of bandwidths (bytes/s), ...), target)[0]``, for many
+    bandwidths in one evaluation. Which rows a chip runs does not depend on its bandwidth, and the
+    most ``y`` at ``x`` ≥ target over every row is the frontier's (a row beaten on both is matched
+    or beaten by one that is not): the same numbers, from the same arithmetic, element by element."""
+    grid, given = _admitted(model, device, precision, power_basis, assumptions, power_model)
+    values = FORMULA.evaluate(grid, {**given, "bandwidth": np.asarray(bandwidths, dtype=float)[:, None]})
+    reach = values["x"] >= target
+    return np.where(reach.any(axis=1), np.where(reach, values["y"], -np.inf).max(axis=1), np.nan)
 
 
 ROWS = dict(model=checks.TEXT, device=checks.kind(Chip), precision=PRECISION,

@@ -19,8 +19,10 @@ ROOFLINE_BATCHES = tuple(2 ** i for i in range(11))
 
 def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
     """The roof of one chip and the two phases on it, labelled."""
-    frame = roofline_model.roofline_points(model, accelerator, batch)
-    isl = int(catalog.workload()["isl_tokens"])
+    workload = catalog.workload()  # the table's, which roofline_points takes by default: read once for both
+    frame = roofline_model.roofline_points(model, accelerator, batch, float(workload["isl_tokens"]),
+                                           float(workload["osl_tokens"]))
+    isl = int(workload["isl_tokens"])
     labels = {"prefill": f"prefill ({isl:,}-token prompt)", "decode": f"decode (batch {batch})"}
     frame["label"] = [labels.get(point, np.nan) for point in frame["point"]]  # as Series.map would, at a tenth of its cost
     return frame
