@@ -136,9 +136,8 @@ def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
         drawn = catalog.lengths(workload_name)
         joules = metrics.per_output_token(joules, drawn.isl_mean, drawn.osl_mean)
     # On the columns as arrays, and one frame at the end: the energy-cost figure asks for 180 of these.
-    return pd.DataFrame({**table, "joules_per_token": joules,
-                         "cost_usd_per_million_tokens": metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh,
-                                                                                               pue),
+    cost = metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh, pue)
+    return pd.DataFrame({**table, "joules_per_token": joules, "cost_usd_per_million_tokens": cost,
                          "kwh_per_million_tokens": metrics.kwh_per_million_tokens(joules) * pue})
 
 

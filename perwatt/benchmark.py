@@ -151,11 +151,11 @@ def per_user(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     and generating ``osl_tokens`` takes ``osl_tokens`` ÷ rate seconds.
     """
     wide = catalog.wide(results)
-    return wide.assign(**_per_user_columns(wide["interactivity"], osl_tokens))
+    return wide.assign(**_per_user(wide, osl_tokens))
 
 
-def _per_user_columns(rate: pd.Series, osl_tokens: float) -> dict:
-    """:func:`per_user`'s columns from the tokens/s per user."""
+def _per_user(wide, osl_tokens: float) -> dict:
+    rate = wide["interactivity"]
     checks.positive("interactivity", rate)
     checks.positive("osl_tokens", osl_tokens)
     return {"tpot_ms": 1000.0 / rate, "decode_s": osl_tokens / rate}
@@ -197,10 +197,8 @@ def latency_audit(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     return wide.assign(**_audit_columns(wide, osl_tokens))
 
 
-def _audit_columns(wide, osl_tokens: float) -> dict:
-    """:func:`latency_audit`'s columns from a wide table's (or its columns'), in the order it adds them."""
-    out = _per_user_columns(wide["interactivity"], osl_tokens)
-    out["osl_tokens"] = float(osl_tokens)
+def _audit_columns(wide, osl_tokens: float) -> dict:  # latency_audit's columns, in order, from a wide table's
+    out = {**_per_user(wide, osl_tokens), "osl_tokens": float(osl_tokens)}
     out.update(consistency(wide["e2e_latency_s"], wide["interactivity"], osl_tokens))  # decode_s: after the first token
     out["verdict"] = np.where(out["consistent"], "possible", "impossible: TTFT shorter than one step")
     return out
@@ -301,11 +299,8 @@ def reconcile_claims(checks: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame
 
 def _decimals(*values: float) -> int:
     """Decimal places a printed number carries (1.5 → 1, 4 → 0)."""
-    places = 0
-    for value in values:
-        text = f"{value:.6f}".rstrip("0").rstrip(".")
-        places = max(places, len(text.split(".")[1]) if "." in text else 0)
-    return places
+    texts = [f"{value:.6f}".rstrip("0").rstrip(".") for value in values]
+    return max((len(text.split(".")[1]) if "." in text else 0 for text in texts), default=0)
 
 
 @dataclass(frozen=True)

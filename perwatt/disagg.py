@@ -214,7 +214,8 @@ def _prefill_pool(columns: dict[str, np.ndarray], usd_per_chip_s: float) -> dict
     return _cheapest(columns, usd_per_chip_s, "prefill_chip_s", columns["prefill_fits"])
 
 
-def _decode_pool(columns: dict[str, np.ndarray], min_tokens_per_s_per_user: float, usd_per_chip_s: float) -> dict | None:
+def _decode_pool(columns: dict[str, np.ndarray], min_tokens_per_s_per_user: float,
+                 usd_per_chip_s: float) -> dict | None:
     """The cheapest decode-pool row of one chip's :func:`_phases` that reaches the target."""
     return _cheapest(columns, usd_per_chip_s, "decode_chip_s",
                      columns["decode_fits"] & (columns["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))

@@ -200,12 +200,7 @@ MTP, FIXED_COST = "mtp", "cost"
 def drafters() -> list[str]:
     """The drafters :func:`round_time` prices: ``"mtp"``, ``"cost"``, and every model of
     data/model_specs.csv as a separate draft model."""
-    return list(_drafters())
-
-
-@data.cached
-def _drafters() -> tuple[str, ...]:
-    return (MTP, FIXED_COST, *data.load("model_specs")["model"])
+    return [MTP, FIXED_COST, *data.load("model_specs")["model"]]
 
 
 def _check_drafter(drafter, c, branches) -> tuple[str, float | None, int]:
@@ -278,11 +273,7 @@ def batch_speedup(model: str, accelerator: str, alpha, gamma, batch, context: fl
     if chips is None:
         chips = roofline.chips_needed(spec, device, batch, context, assumptions)
     parts = round_time(spec, device, batch, context, g, chips, 1, False, drafter, c, branches, assumptions)
-    return _gains(parts, expected_tokens(a, g, branches), device, chips, batch)
-
-
-def _gains(parts: dict, tokens, device: roofline.Chip, chips, batch) -> dict:
-    """:func:`batch_speedup`'s results from :func:`round_time`'s parts and the tokens a round yields."""
+    tokens = expected_tokens(a, g, branches)
     plain = parts["plain"]
     per_token = parts["round"] / tokens
     energy_per_second = device.power_w * np.asarray(chips, dtype=float)
@@ -296,14 +287,10 @@ def _gains(parts: dict, tokens, device: roofline.Chip, chips, batch) -> dict:
     }
 
 
-#: The largest batch :func:`crossover_batch` looks at by default.
-CROSSOVER_MAX_BATCH = 4096
-
-
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=OPTIONAL_COST,
                   max_batch=checks.rule(checks.integer, maximum=65_536))
 def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: float | None = None,
-                    max_batch: int = CROSSOVER_MAX_BATCH, **kwargs) -> float:
+                    max_batch: int = 4096, **kwargs) -> float:
     """The batch size at which speculation stops paying as batches grow: the smallest batch,
     above the one where the speed-up peaks, with a speed-up of 1 or less. NaN if speculation
     still pays at ``max_batch``. ``kwargs`` go to :func:`batch_speedup` (drafter, context, …)."""
@@ -312,7 +299,7 @@ def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: f
 
 
 def _crossover(batches: np.ndarray, gain: np.ndarray) -> float:
-    """:func:`crossover_batch` from the speed-up at each of ``batches`` (1, 2, … in order)."""
+    """:func:`crossover_batch` from the speed-up at batches 1, 2, …"""
     peak = int(np.argmax(gain))
     losing = np.flatnonzero(gain[peak:] <= 1.0)
     return float(batches[peak + losing[0]]) if len(losing) else float("nan")
@@ -328,42 +315,17 @@ BATCHES = tuple(2 ** i for i in range(11))
 def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float | None = None,
                 context: float = 8704, batches=BATCHES, drafter: str = MTP, branches: int = 1) -> pd.DataFrame:
     """Speed-up and energy per accepted token across batch sizes, with the crossover batch."""
-    return pd.DataFrame(_batch_columns(model, accelerator, alpha, gamma, c, context, batches, drafter, branches))
-
-
-def _batch_columns(model: str, accelerator: str, alpha: float, gamma: int, c: float | None, context: float, batches,
-                   drafter: str, branches: int) -> dict:
-    """:func:`batch_frame`'s columns."""
     batches = serving.batch_list(batches)
     options = {"context": context, "drafter": drafter, "c": c, "branches": branches}
-    # The crossover prices every batch up to its limit; the frame's batches are among them (the
-    # serving model works batch by batch, so each gets the numbers it gets alone): read them there.
-    every = np.arange(1, CROSSOVER_MAX_BATCH + 1, dtype=float)
-    a, g = _check_alpha(alpha), _check_gamma(gamma)
-    parts, chips = _swept_rounds(model, accelerator, gamma, c, context, drafter, branches)
-    swept = _gains(parts, expected_tokens(a, g, branches), roofline.chip(accelerator), chips, every)
-    if batches.max() <= CROSSOVER_MAX_BATCH:
-        result = {k: v[batches.astype(int) - 1] for k, v in swept.items()}
-    else:
-        result = batch_speedup(model, accelerator, alpha, gamma, batches, **options)
-    return {"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()},
-            "energy_ratio": result["speculative_j_per_token"] / result["plain_j_per_token"],
-            "crossover_batch": _crossover(every, swept["speedup"])}
-
-
-@data.cached
-def _swept_rounds(model: str, accelerator: str, gamma: int, c: float | None, context: float, drafter: str,
-                  branches: int) -> tuple[dict, np.ndarray]:
-    """:func:`round_time`'s parts (read them, never write them: every caller shares them) and the
-    chips, at every batch up to :data:`CROSSOVER_MAX_BATCH`, as :func:`batch_speedup` prices them:
-    the acceptance rate only counts the tokens a round yields, so a figure's settings that differ
-    in it alone share one pricing."""
-    spec, device = roofline.model_spec(model), roofline.chip(accelerator)
-    every = np.arange(1, CROSSOVER_MAX_BATCH + 1, dtype=float)
-    chips = roofline.chips_needed(spec, device, every, context, roofline.DEFAULTS)
-    parts = round_time(spec, device, every, context, _check_gamma(gamma), chips, 1, False, drafter, c, branches,
-                       roofline.DEFAULTS)
-    return parts, chips
+    # The batches crossover_batch prices include the frame's: the model prices batch by batch, so read them there.
+    every = np.arange(1, 4097, dtype=float)
+    swept = batch_speedup(model, accelerator, alpha, gamma, every, **options)
+    result = ({k: v[batches.astype(int) - 1] for k, v in swept.items()} if batches.max() <= every[-1] else
+              batch_speedup(model, accelerator, alpha, gamma, batches, **options))
+    frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
+    frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
+    frame["crossover_batch"] = _crossover(every, swept["speedup"])
+    return frame
 
 
 #: The acceptance rates and draft lengths the book's speed-up surface spans.

@@ -24,7 +24,7 @@ def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
                                            float(workload["osl_tokens"]))
     isl = int(workload["isl_tokens"])
     labels = {"prefill": f"prefill ({isl:,}-token prompt)", "decode": f"decode (batch {batch})"}
-    frame["label"] = [labels.get(point, np.nan) for point in frame["point"]]  # as Series.map would, at a tenth of its cost
+    frame["label"] = [labels.get(point, np.nan) for point in frame["point"]]  # as Series.map does, at a tenth the cost
     return frame
 
 

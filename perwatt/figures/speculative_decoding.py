@@ -52,11 +52,12 @@ SPEC_MODEL, SPEC_ACCELERATOR = "llama-3.1-8b", "h100"
 def speculation_batch_frame(alpha: float, gamma: int, c: float, context: int) -> pd.DataFrame:
     """Speed-up per user across batch sizes for a draft at a fixed cost ``c`` per drafted token,
     the target's passes priced by the serving model, with the crossover."""
-    columns = speculative._batch_columns(SPEC_MODEL, SPEC_ACCELERATOR, alpha, int(gamma), c, float(context),
-                                         speculative.BATCHES, speculative.FIXED_COST, 1)
-    crossover = columns["crossover_batch"]
-    return pd.DataFrame({**columns, "crossover_label": (f"stops paying at batch {crossover:.0f}" if np.isfinite(crossover)
-                                                        else "still pays at batch 4096")})
+    frame = speculative.batch_frame(SPEC_MODEL, SPEC_ACCELERATOR, alpha, int(gamma), c, float(context),
+                                    drafter=speculative.FIXED_COST)
+    crossover = frame["crossover_batch"].iloc[0]
+    frame["crossover_label"] = (f"stops paying at batch {crossover:.0f}" if np.isfinite(crossover)
+                                else "still pays at batch 4096")
+    return frame
 
 
 def _draw_speculation_batch(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
