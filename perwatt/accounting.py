@@ -137,8 +137,9 @@ def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
         joules = metrics.per_output_token(joules, drawn.isl_mean, drawn.osl_mean)
     # On the columns as arrays, and one frame at the end: the energy-cost figure asks for 180 of these.
     cost = metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh, pue)
-    return pd.DataFrame({**table, "joules_per_token": joules, "cost_usd_per_million_tokens": cost,
-                         "kwh_per_million_tokens": metrics.kwh_per_million_tokens(joules) * pue})
+    columns = {**table, "joules_per_token": joules, "cost_usd_per_million_tokens": cost,
+               "kwh_per_million_tokens": metrics.kwh_per_million_tokens(joules) * pue}
+    return pd.DataFrame(columns, columns=pd.Index(list(columns), dtype=object))  # labels as the table's: objects
 
 
 @data.cached

@@ -25,8 +25,9 @@ def latency_audit_frame(osl_tokens: float) -> pd.DataFrame:
     """The audit of every table row at one (mean) output length, with the least time its output takes:
     one step per token, the first token's included."""
     table = _audit_table()  # what no output length changes, read once for the 81 lengths the slider offers
-    return pd.DataFrame({**table["wide"], **benchmark._audit_columns(table["wide"], osl_tokens), **table["labels"],
-                         "min_output_s": osl_tokens / table["wide"]["interactivity"]})
+    columns = {**table["wide"], **benchmark._audit_columns(table["wide"], osl_tokens), **table["labels"],
+               "min_output_s": osl_tokens / table["wide"]["interactivity"]}
+    return pd.DataFrame(columns, columns=pd.Index(list(columns), dtype=object))  # labels as the wide table's: objects
 
 
 @data.cached
