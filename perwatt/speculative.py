@@ -204,7 +204,7 @@ def drafters() -> list[str]:
 
 
 def _check_drafter(drafter, c, branches) -> tuple[str, float | None, int]:
-    drafter = drafter if drafter in (MTP, FIXED_COST) else checks.choice("drafter", drafter, drafters())  # built-ins: no look-up
+    drafter = drafter if drafter in (MTP, FIXED_COST) else checks.choice("drafter", drafter, drafters())
     c = OPTIONAL_COST("c", c)
     branches = BRANCHES("branches", branches)
     if (drafter == FIXED_COST) != (c is not None):
