@@ -322,10 +322,9 @@ def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float
     swept = batch_speedup(model, accelerator, alpha, gamma, every, **options)
     result = ({k: v[batches.astype(int) - 1] for k, v in swept.items()} if batches.max() <= every[-1] else
               batch_speedup(model, accelerator, alpha, gamma, batches, **options))
-    frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
-    frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
-    frame["crossover_batch"] = _crossover(every, swept["speedup"])
-    return frame
+    return pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()},
+                         "energy_ratio": np.asarray(result["speculative_j_per_token"] / result["plain_j_per_token"]),
+                         "crossover_batch": _crossover(every, swept["speedup"])})
 
 
 #: The acceptance rates and draft lengths the book's speed-up surface spans.
