@@ -25,9 +25,10 @@ PRECISION = checks.rule(checks.choice, PRECISIONS)
 
 DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
 ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
-#: A sweep takes one draft length and one yield per pass for all its points.
+#: A sweep takes one draft length, one yield per pass and one of each length for all its points.
 ONE_DRAFTS = checks.rule(checks.integer, minimum=0, maximum=checks.MAX_GAMMA)
 ONE_ACCEPTED = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
+ONE_LENGTH = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)
 #: How :func:`sweep` and :func:`frontier` (which reads the sweep) check what they are given.
 SWEPT = dict(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH,
              assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
@@ -209,7 +210,7 @@ def _swept(spec: ModelSpec, device: Chip, isl: float, osl: float, assumptions: A
     return {k: v[fits] for k, v in columns.items()}
 
 
-@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, osl=checks.LENGTH, assumptions=ASSUMED,
+@checks.validated(spec=SPEC, device=DEVICE, isl=ONE_LENGTH, osl=ONE_LENGTH, assumptions=ASSUMED,
                   drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
 def sweep_chip(spec: ModelSpec, device: Chip, isl: float, osl: float, assumptions: Assumptions = DEFAULTS,
                batches=BATCHES, drafts: int = 0, tokens_per_pass: float = 1.0) -> pd.DataFrame:
