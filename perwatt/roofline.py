@@ -180,9 +180,12 @@ def decode_time(spec: ModelSpec, device: Chip, batch, context, chips, assumption
                               "decode", assumptions)["total"]
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
-                 isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH,
-                 precision=checks.rule(checks.choice, PRECISIONS))
+#: How :func:`roofline_points` checks what it is given.
+ROOFLINE = dict(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
+                isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH, precision=checks.rule(checks.choice, PRECISIONS))
+
+
+@checks.validated(**ROOFLINE)
 def roofline_points(model: str, accelerator: str, batch: int, isl: float | None = None, osl: float | None = None,
                     precision: str = "as_released") -> pd.DataFrame:
     """The roofline of one chip and the operating points of prefill and decode on it.
@@ -194,6 +197,14 @@ def roofline_points(model: str, accelerator: str, batch: int, isl: float | None 
     w = catalog.workload()
     isl = float(w["isl_tokens"]) if isl is None else isl
     osl = float(w["osl_tokens"]) if osl is None else osl
+    return pd.DataFrame(_roofline_columns.unchecked(model, accelerator, batch, isl, osl, precision))
+
+
+@checks.validated(**ROOFLINE)
+def _roofline_columns(model: str, accelerator: str, batch: int, isl: float, osl: float,
+                      precision: str = "as_released") -> dict:
+    """:func:`roofline_points`' columns, for a caller that adds its own before making the frame (the
+    lengths given)."""
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     bits = spec.expert_weight_bits
@@ -206,8 +217,6 @@ def roofline_points(model: str, accelerator: str, batch: int, isl: float | None 
     nbytes = np.array([float(prefill_bytes.unchecked(spec, isl)), float(decode_bytes(spec, batch, context))])
     # The roof at three intensities, then prefill and decode on it.
     intensity = np.concatenate([[1.0, ridge, 1e5], arithmetic_intensity(flops, nbytes)])
-    return pd.DataFrame({
-        "series": ["roof"] * 3 + ["phase"] * 2, "point": ["low", "ridge", "high", "prefill", "decode"],
-        "intensity": intensity, "tflops": np.minimum(peak, intensity * device.bandwidth_bytes_s) / TERA,
-        "bound": np.where(intensity >= ridge, "compute-bound", "memory-bound"), "ridge": ridge,
-    })
+    return {"series": ["roof"] * 3 + ["phase"] * 2, "point": ["low", "ridge", "high", "prefill", "decode"],
+            "intensity": intensity, "tflops": np.minimum(peak, intensity * device.bandwidth_bytes_s) / TERA,
+            "bound": np.where(intensity >= ridge, "compute-bound", "memory-bound"), "ridge": ridge}

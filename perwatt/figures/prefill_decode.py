@@ -20,12 +20,12 @@ ROOFLINE_BATCHES = tuple(2 ** i for i in range(11))
 def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
     """The roof of one chip and the two phases on it, labelled."""
     workload = catalog.workload()  # the table's, which roofline_points takes by default: read once for both
-    frame = roofline_model.roofline_points(model, accelerator, batch, float(workload["isl_tokens"]),
-                                           float(workload["osl_tokens"]))
+    columns = roofline_model._roofline_columns(model, accelerator, batch, float(workload["isl_tokens"]),
+                                               float(workload["osl_tokens"]))
     isl = int(workload["isl_tokens"])
     labels = {"prefill": f"prefill ({isl:,}-token prompt)", "decode": f"decode (batch {batch})"}
-    frame["label"] = [labels.get(point, np.nan) for point in frame["point"]]  # as Series.map does, at a tenth the cost
-    return frame
+    # roofline_points' frame with the labels Series.map would give, made in one go (363 settings).
+    return pd.DataFrame({**columns, "label": [labels.get(point, np.nan) for point in columns["point"]]})
 
 
 def _draw_roofline(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
