@@ -91,23 +91,31 @@ def basis_comparison(published_basis: PublishedBasis, jalapeno_power_w: float,
     served. Those tokens are then divided by ``jalapeno_power_w`` for Jalapeño and by the
     baseline's power on ``baseline_basis``. One row per model.
     """
-    table = pairs()
+    table = _pair_columns()
     jalapeno_published_w = catalog.power_w(
         catalog.CANDIDATE, "chip_measured" if published_basis == "jalapeno_measured" else "chip_rated")
-    baseline_published_w = table["baseline"].map(lambda s: catalog.power_w(s, "chip_rated"))
-    baseline_charged_w = table["baseline"].map(lambda s: catalog.power_w(s, baseline_basis))
+    baseline_published_w = np.array([catalog.power_w(s, "chip_rated") for s in table["baseline"]], dtype=float)
+    baseline_charged_w = np.array([catalog.power_w(s, baseline_basis) for s in table["baseline"]], dtype=float)
 
+    # On the columns as arrays, and one frame at the end: the power-basis figure asks for 140 of these.
     jalapeno_tokens = metrics.chip_throughput(table["jalapeno_tps_per_kw"], jalapeno_published_w)
     baseline_tokens = metrics.chip_throughput(table["baseline_tps_per_kw"], baseline_published_w)
-    out = table[["model", "model_label", "baseline", "baseline_label", "published_ratio"]].copy()
-    out["jalapeno_tokens_per_s"] = jalapeno_tokens
-    out["baseline_tokens_per_s"] = baseline_tokens
-    out["jalapeno_charged_w"] = float(jalapeno_power_w)
-    out["baseline_charged_w"] = baseline_charged_w
-    out["jalapeno_tps_per_kw"] = metrics.tps_per_kw_at(jalapeno_tokens, jalapeno_power_w)
-    out["baseline_tps_per_kw"] = metrics.tps_per_kw_at(baseline_tokens, baseline_charged_w)
-    out["ratio"] = metrics.ratio(out["jalapeno_tps_per_kw"], out["baseline_tps_per_kw"])
-    return out
+    jalapeno_tps_per_kw = metrics.tps_per_kw_at(jalapeno_tokens, jalapeno_power_w)
+    baseline_tps_per_kw = metrics.tps_per_kw_at(baseline_tokens, baseline_charged_w)
+    return pd.DataFrame({
+        **{c: table[c] for c in ("model", "model_label", "baseline", "baseline_label", "published_ratio")},
+        "jalapeno_tokens_per_s": jalapeno_tokens, "baseline_tokens_per_s": baseline_tokens,
+        "jalapeno_charged_w": float(jalapeno_power_w), "baseline_charged_w": baseline_charged_w,
+        "jalapeno_tps_per_kw": jalapeno_tps_per_kw, "baseline_tps_per_kw": baseline_tps_per_kw,
+        "ratio": metrics.ratio(jalapeno_tps_per_kw, baseline_tps_per_kw)})
+
+
+@data.cached
+def _pair_columns() -> dict:
+    """:func:`pairs`' columns: text as Series (their dtype kept), numbers as arrays. Read them,
+    never write them: every caller shares them."""
+    table = pairs()
+    return {c: table[c] if table[c].dtype.kind not in "fiu" else table[c].to_numpy() for c in table.columns}
 
 
 @checks.validated(price_usd_per_kwh=checks.PRICE, pue=checks.PUE, tokens=checks.rule(checks.choice, ("all", "output")),
@@ -122,15 +130,25 @@ def energy_costs(price_usd_per_kwh: float, pue: float, tokens: TokenCount,
     workload's mean drawn lengths (the table's workload by default). The power basis is whatever
     the published figures used; ``pue`` scales it to the facility.
     """
-    out = catalog.results()[["model", "model_label", "system", "system_label", "tps_per_kw"]].copy()
-    joules = metrics.joules_per_token(out["tps_per_kw"])
+    table = _published_columns()
+    joules = metrics.joules_per_token(table["tps_per_kw"])
     if tokens == "output":
         drawn = catalog.lengths(workload_name)
         joules = metrics.per_output_token(joules, drawn.isl_mean, drawn.osl_mean)
-    out["joules_per_token"] = joules
-    out["cost_usd_per_million_tokens"] = metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh, pue)
-    out["kwh_per_million_tokens"] = metrics.kwh_per_million_tokens(joules) * pue
-    return out
+    # On the columns as arrays, and one frame at the end: the energy-cost figure asks for 180 of these.
+    cost = metrics.energy_cost_per_million_tokens(joules, price_usd_per_kwh, pue)
+    columns = {**table, "joules_per_token": joules, "cost_usd_per_million_tokens": cost,
+               "kwh_per_million_tokens": metrics.kwh_per_million_tokens(joules) * pue}
+    return pd.DataFrame(columns, columns=pd.Index(list(columns), dtype=object))  # labels as the table's: objects
+
+
+@data.cached
+def _published_columns() -> dict:
+    """The published table's names, labels and TPS/kW (:func:`perwatt.catalog.results`): text as
+    Series (their dtype kept), the numbers as an array. Read them, never write them."""
+    table = catalog.results()
+    return {c: table[c] if c != "tps_per_kw" else table[c].to_numpy()
+            for c in ("model", "model_label", "system", "system_label", "tps_per_kw")}
 
 
 @checks.validated(published_basis=checks.rule(checks.choice, ("chip_rated", "jalapeno_measured")))

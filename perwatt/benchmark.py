@@ -151,12 +151,14 @@ def per_user(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     and generating ``osl_tokens`` takes ``osl_tokens`` ÷ rate seconds.
     """
     wide = catalog.wide(results)
+    return wide.assign(**_per_user(wide, osl_tokens))
+
+
+def _per_user(wide, osl_tokens: float) -> dict:
     rate = wide["interactivity"]
     checks.positive("interactivity", rate)
     checks.positive("osl_tokens", osl_tokens)
-    wide["tpot_ms"] = 1000.0 / rate
-    wide["decode_s"] = osl_tokens / rate
-    return wide
+    return {"tpot_ms": 1000.0 / rate, "decode_s": osl_tokens / rate}
 
 
 def consistency(latency_s, tokens_per_s_per_user, osl_tokens) -> dict[str, np.ndarray]:
@@ -191,12 +193,15 @@ def latency_audit(results: pd.DataFrame, osl_tokens: float) -> pd.DataFrame:
     ``decode_s`` is the time after the first token, (``osl_tokens`` − 1) ÷ rate, and
     ``implied_ttft_s`` what the latency leaves for the first token.
     """
-    wide = per_user(results, osl_tokens)
-    wide["osl_tokens"] = float(osl_tokens)
-    for column, values in consistency(wide["e2e_latency_s"], wide["interactivity"], osl_tokens).items():
-        wide[column] = values
-    wide["verdict"] = np.where(wide["consistent"], "possible", "impossible: TTFT shorter than one step")
-    return wide
+    wide = catalog.wide(results)
+    return wide.assign(**_audit_columns(wide, osl_tokens))
+
+
+def _audit_columns(wide, osl_tokens: float) -> dict:  # latency_audit's columns, in order, from a wide table's
+    out = {**_per_user(wide, osl_tokens), "osl_tokens": float(osl_tokens)}
+    out.update(consistency(wide["e2e_latency_s"], wide["interactivity"], osl_tokens))  # decode_s: after the first token
+    out["verdict"] = np.where(out["consistent"], "possible", "impossible: TTFT shorter than one step")
+    return out
 
 
 def users_per_chip(results: pd.DataFrame, power_w: pd.Series, isl_tokens: float, osl_tokens: float,
@@ -294,11 +299,8 @@ def reconcile_claims(checks: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame
 
 def _decimals(*values: float) -> int:
     """Decimal places a printed number carries (1.5 → 1, 4 → 0)."""
-    places = 0
-    for value in values:
-        text = f"{value:.6f}".rstrip("0").rstrip(".")
-        places = max(places, len(text.split(".")[1]) if "." in text else 0)
-    return places
+    texts = [f"{value:.6f}".rstrip("0").rstrip(".") for value in values]
+    return max((len(text.split(".")[1]) if "." in text else 0 for text in texts), default=0)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,60 @@ def _precision(value: str) -> str:
     return {"fp4": "fp4", "fp8": "as_released"}[value]
 
 
+def _pools(table: pd.DataFrame) -> list[tuple]:
+    """What :func:`predict` runs for ``table``, read from the frame once: per chip and precision
+    among the usable rows, the model and the chip, and for its single-pool rows and its
+    disaggregated rows, their positions and arguments (lengths included: each row's workload's).
+
+    A fit predicts the same rows hundreds of times: reading them out of the frame cost far more
+    than the arithmetic, and so did one call of the serving model per workload. The serving model
+    works element by element, so rows of several workloads in one call get the numbers they get
+    alone; a pass without drafts adds a draft step of zero, which leaves its time as it was."""
+    ok = np.flatnonzero((usable(table) == "").to_numpy())
+    rows = table.iloc[ok]
+    disagg, mtp = rows["disagg"].to_numpy(bool), (rows["spec_method"] == "mtp").to_numpy()
+    drawn = {w: catalog.lengths(w) for w in dict.fromkeys(rows["workload"])}
+    isl = np.array([drawn[w].isl_mean for w in rows["workload"]], dtype=float)
+    osl = np.array([drawn[w].osl_mean for w in rows["workload"]], dtype=float)
+    single = (rows["concurrency"].to_numpy(float), isl, osl, rows["decode_tp"].to_numpy(float),
+              rows["decode_ep"].to_numpy(float), rows["decode_dp_attention"].to_numpy(bool))
+    split_rows = rows[disagg]
+    p_chips = (split_rows["prefill_gpus"] / split_rows["prefill_workers"]).to_numpy(float)
+    d_chips = (split_rows["decode_gpus"] / split_rows["decode_workers"]).to_numpy(float)
+    split = (split_rows["concurrency"].to_numpy(float), isl[disagg], osl[disagg], p_chips, d_chips,
+             split_rows["prefill_workers"].to_numpy(float), split_rows["decode_workers"].to_numpy(float),
+             np.gcd(split_rows["prefill_ep"].to_numpy(int), p_chips.astype(int)),
+             np.gcd(split_rows["decode_ep"].to_numpy(int), d_chips.astype(int)),
+             split_rows["prefill_dp_attention"].to_numpy(bool), split_rows["decode_dp_attention"].to_numpy(bool))
+    # Where each usable row sits among the disaggregated ones (for a group's share of ``split``).
+    among_split = np.cumsum(disagg) - 1
+    pools = []
+    for (hardware, precision), where in rows.groupby(["hardware", "precision"]).indices.items():
+        alone, apart = where[~disagg[where]], where[disagg[where]]
+        pools.append((model_spec("deepseek-r1").with_precision(_precision(precision)), chip(hardware),
+                      mtp[alone], ok[alone], tuple(a[alone] for a in single),
+                      mtp[apart], ok[apart], tuple(a[among_split[apart]] for a in split)))
+    return pools
+
+
+def _modelled(pools: list[tuple], n: int, assumptions: Assumptions, mtp_tokens_per_pass: float) -> np.ndarray:
+    """:func:`predict`'s values as an (n, 2) array, in :data:`TARGETS`' order, from :func:`_pools`."""
+    out = np.full((n, len(TARGETS)), np.nan)
+    for spec, device, single_mtp, single_at, single, split_mtp, split_at, split in pools:
+        if len(single_at):
+            concurrency, isl, osl, *layout = single
+            r = serving.serve(spec, device, concurrency, isl, osl, assumptions, *layout,
+                              np.where(single_mtp, MTP_DRAFTS, 0), np.where(single_mtp, mtp_tokens_per_pass, 1.0))
+            out[single_at, 0] = r["total_tokens_per_s_per_chip"]
+            out[single_at, 1] = r["tokens_per_s_per_user"]
+        if len(split_at):
+            r = serving.serve_disaggregated(spec, device, *split, np.where(split_mtp, MTP_DRAFTS, 0),
+                                            np.where(split_mtp, mtp_tokens_per_pass, 1.0), assumptions)
+            out[split_at, 0] = r["total_tokens_per_s_per_chip"]
+            out[split_at, 1] = r["tokens_per_s_per_user"]
+    return out
+
+
 def predict(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
             mtp_tokens_per_pass: float = MTP_TOKENS_PER_PASS) -> pd.DataFrame:
     """The model's total tokens/s per GPU and tokens/s per user for each usable row, in a frame
@@ -83,38 +137,8 @@ def predict(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
     table = _table(table)
     checks.instance("assumptions", assumptions, Assumptions)
     checks.scalar("mtp_tokens_per_pass", mtp_tokens_per_pass, minimum=1.0, maximum=MTP_DRAFTS + 1.0)
-    out = pd.DataFrame(np.nan, index=table.index, columns=list(TARGETS))
-    ok = table[usable(table) == ""]
-    for (hardware, precision, workload), rows in ok.groupby(["hardware", "precision", "workload"]):
-        spec = model_spec("deepseek-r1").with_precision(_precision(precision))
-        device = chip(hardware)
-        drawn = catalog.lengths(workload)
-        isl, osl = drawn.isl_mean, drawn.osl_mean
-        mtp = (rows["spec_method"] == "mtp").to_numpy()
-        drafts = np.where(mtp, MTP_DRAFTS, 0)
-        accepted = np.where(mtp, mtp_tokens_per_pass, 1.0)
-        single, split = rows[~rows["disagg"]], rows[rows["disagg"]]
-        if len(single):
-            s = ~rows["disagg"].to_numpy()
-            r = serving.serve(spec, device, single["concurrency"].to_numpy(float), isl, osl, assumptions,
-                              single["decode_tp"].to_numpy(float), single["decode_ep"].to_numpy(float),
-                              single["decode_dp_attention"].to_numpy(bool), drafts[s], accepted[s])
-            out.loc[single.index, "total_tokens_per_s_per_gpu"] = r["total_tokens_per_s_per_chip"]
-            out.loc[single.index, "median_interactivity"] = r["tokens_per_s_per_user"]
-        if len(split):
-            s = rows["disagg"].to_numpy()
-            p_chips = (split["prefill_gpus"] / split["prefill_workers"]).to_numpy(float)
-            d_chips = (split["decode_gpus"] / split["decode_workers"]).to_numpy(float)
-            r = serving.serve_disaggregated(
-                spec, device, split["concurrency"].to_numpy(float), isl, osl, p_chips, d_chips,
-                split["prefill_workers"].to_numpy(float), split["decode_workers"].to_numpy(float),
-                np.gcd(split["prefill_ep"].to_numpy(int), p_chips.astype(int)),
-                np.gcd(split["decode_ep"].to_numpy(int), d_chips.astype(int)),
-                split["prefill_dp_attention"].to_numpy(bool), split["decode_dp_attention"].to_numpy(bool),
-                drafts[s], accepted[s], assumptions)
-            out.loc[split.index, "total_tokens_per_s_per_gpu"] = r["total_tokens_per_s_per_chip"]
-            out.loc[split.index, "median_interactivity"] = r["tokens_per_s_per_user"]
-    return out
+    values = _modelled(_pools(table), len(table), assumptions, mtp_tokens_per_pass)
+    return pd.DataFrame(values, index=table.index, columns=list(TARGETS))
 
 
 def _apply(values, base: Assumptions) -> tuple[Assumptions, float]:
@@ -131,10 +155,11 @@ def fit(table: pd.DataFrame, base: Assumptions = DEFAULTS) -> tuple[Assumptions,
     if len(rows) < len(FREE):
         raise ValueError(f"table: at least {len(FREE)} usable rows are needed to fit, got {len(rows)}")
     measured = np.log(rows[list(TARGETS)].to_numpy(float))
+    pools = _pools(rows)
 
     def residuals(values):
         assumptions, accepted = _apply(values, base)
-        return (np.log(predict(rows, assumptions, accepted).to_numpy(float)) - measured).ravel()
+        return (np.log(_modelled(pools, len(rows), assumptions, accepted)) - measured).ravel()
 
     start = [getattr(base, k) if k != "mtp_tokens_per_pass" else MTP_TOKENS_PER_PASS for k in FREE]
     lower, upper = zip(*FREE.values())
@@ -157,7 +182,7 @@ def errors(table: pd.DataFrame, assumptions: Assumptions = DEFAULTS,
     out = pd.concat(parts, ignore_index=True)
     out["error_pct"] = (out["modelled"] / out["measured"] - 1) * 100
     out["held_out"] = ~out["hardware"].isin(TRAINING_CHIPS)
-    out["chip"] = out["hardware"].map(catalog.accelerator_label)
+    out["chip"] = out["hardware"].map({h: catalog.accelerator_label(h) for h in dict.fromkeys(out["hardware"])})
     return out
 
 
@@ -242,10 +267,12 @@ def _refit_by_chip(parameter: str) -> pd.DataFrame:
     rows = []
     for hardware, points in table.groupby("hardware", sort=True):
         measured = np.log(points[list(TARGETS)].to_numpy(float))
+        pools = _pools(points)
 
         def loss(value: float) -> float:
-            modelled = predict(points, replace(DEFAULTS, **{parameter: float(value)}))
-            return float(((np.log(modelled.to_numpy(float)) - measured) ** 2).sum())
+            modelled = _modelled(pools, len(points), replace(DEFAULTS, **{parameter: float(value)}),
+                                 MTP_TOKENS_PER_PASS)
+            return float(((np.log(modelled) - measured) ** 2).sum())
 
         best = minimize_scalar(loss, bounds=REFITTABLE[parameter], method="bounded",
                                options={"xatol": 1e-4 * REFITTABLE[parameter][1]})

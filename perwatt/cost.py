@@ -60,8 +60,11 @@ SHARE = checks.fraction
 ONE_YEAR = checks.rule(checks.scalar, minimum=0.1, maximum=100.0)
 
 
-def _price_table(name: str, key: str) -> pd.DataFrame:
-    return data.load(name).set_index(key)
+@data.cached
+def _purchase_prices() -> dict[str, tuple[float, float]]:
+    """data/purchase_prices.csv by chip (its key): the low and high quote, US$."""
+    table = data.load("purchase_prices")
+    return {str(a): (lo, hi) for a, lo, hi in zip(table["accelerator"], table["usd_low"], table["usd_high"])}
 
 
 @checks.validated(accelerator=checks.TEXT)
@@ -75,10 +78,11 @@ def rental_usd_per_hour(accelerator: str) -> float | None:
 def purchase_usd(accelerator: str) -> float | None:
     """The middle of the quoted purchase price range per chip (derived from data/purchase_prices.csv,
     whose figures are estimates or press reports, not list prices); None where no price is found."""
-    table = _price_table("purchase_prices", "accelerator")
-    if accelerator not in table.index or not np.isfinite(table.loc[accelerator, "usd_low"]):
+    prices = _purchase_prices()  # looked up hundreds of times a figure: a dict, not the table each time
+    if accelerator not in prices or not np.isfinite(prices[accelerator][0]):
         return None
-    return float((table.loc[accelerator, "usd_low"] + table.loc[accelerator, "usd_high"]) / 2)
+    low, high = prices[accelerator]
+    return float((low + high) / 2)
 
 
 @checks.validated(power_w=checks.power_w, pue=checks.pue, price_usd_per_kwh=checks.price_usd_per_kwh)
@@ -160,15 +164,33 @@ def operating_points(model: str = MODEL, systems: list = list(CHIPS)) -> pd.Data
     return _points(model, tuple(dict.fromkeys(systems)))
 
 
-def _hourly(basis: str, system: str, power_w: float, custom_usd_per_hour: float, price_usd_per_kwh: float,
-            pue: float, lifetime_years: float, overhead_usd_per_hour: float) -> float | None:
+def _hourly(basis: str, rental_usd: float | None, purchase: float | None, power_w: float, custom_usd_per_hour: float,
+            price_usd_per_kwh: float, pue: float, lifetime_years: float, overhead_usd_per_hour: float) -> float | None:
+    """A chip-hour's price on ``basis``, from the chip's rent and purchase price (None: not found)."""
     if basis == "rental":
-        return rental_usd_per_hour.unchecked(system)
+        return rental_usd
     if basis == "custom":
         return custom_usd_per_hour
-    price = purchase_usd.unchecked(system)
-    return None if price is None else owned_usd_per_hour.unchecked(
-        price, lifetime_years, power_w, pue, price_usd_per_kwh, overhead_usd_per_hour)["total"]
+    return None if purchase is None else owned_usd_per_hour.unchecked(
+        purchase, lifetime_years, power_w, pue, price_usd_per_kwh, overhead_usd_per_hour)["total"]
+
+
+@data.cached
+def _priced_points(model: str, systems: tuple) -> tuple[tuple, ...]:
+    """:func:`operating_points`' rows as Python values, each with its chip's label, rent and purchase
+    price: what every setting of a cost asks for, looked up once."""
+    points = operating_points.unchecked(model, list(systems))
+    return tuple((system, catalog.accelerator_label(system), end, power_w, tokens_per_s, prefill_share,
+                  rental_usd_per_hour.unchecked(system), purchase_usd.unchecked(system))
+                 for system, end, power_w, tokens_per_s, prefill_share in zip(
+                     points["system"], points["end"],
+                     *(points[c].tolist() for c in ("power_w", "tokens_per_s", "prefill_share"))))
+
+
+#: The columns of :func:`token_costs`.
+COST_COLUMNS = ("system", "system_label", "end", "usd_per_chip_hour", "electricity_usd_per_chip_hour",
+                "usd_per_million_tokens", "usd_per_million_input", "usd_per_million_output", "tokens_per_usd",
+                "electricity_share")
 
 
 @checks.validated(basis=checks.rule(checks.choice, BASES), custom_usd_per_hour=checks.rule(
@@ -185,25 +207,22 @@ def token_costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float
     pue = catalog.assumption("owned_pue") if pue is None else pue
     drawn = catalog.lengths()
     input_fraction = drawn.isl_mean / (drawn.isl_mean + drawn.osl_mean)
-    points = operating_points.unchecked(model, systems)
     rows = []
-    for point in points.itertuples(index=False):
-        hourly = _hourly(basis, point.system, point.power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
+    for system, label, end, power_w, tokens_per_s, prefill_share, rental_usd, purchase in _priced_points(
+            model, tuple(systems)):
+        hourly = _hourly(basis, rental_usd, purchase, power_w, custom_usd_per_hour, price_usd_per_kwh, pue,
                          lifetime_years, overhead_usd_per_hour)
         if hourly is None or hourly <= 0:
             continue
-        energy = electricity_usd_per_hour.unchecked(point.power_w, pue, price_usd_per_kwh)
-        costs = per_million.unchecked(hourly, point.tokens_per_s, point.prefill_share, input_fraction)
-        rows.append({"system": point.system, "system_label": catalog.accelerator_label(point.system),
-                     "end": point.end, "usd_per_chip_hour": hourly, "electricity_usd_per_chip_hour": energy,
+        energy = electricity_usd_per_hour.unchecked(power_w, pue, price_usd_per_kwh)
+        costs = per_million.unchecked(hourly, tokens_per_s, prefill_share, input_fraction)
+        rows.append({"system": system, "system_label": label,
+                     "end": end, "usd_per_chip_hour": hourly, "electricity_usd_per_chip_hour": energy,
                      "usd_per_million_tokens": costs["total"], "usd_per_million_input": costs["input"],
                      "usd_per_million_output": costs["output"],
                      "tokens_per_usd": tokens_per_usd.unchecked(costs["total"]),
                      "electricity_share": min(energy / hourly, 1.0)})
-    columns = ["system", "system_label", "end", "usd_per_chip_hour", "electricity_usd_per_chip_hour",
-               "usd_per_million_tokens", "usd_per_million_input", "usd_per_million_output", "tokens_per_usd",
-               "electricity_share"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=list(COST_COLUMNS))
 
 
 # --- Per watt as a proxy for cost ---------------------------------------------------------------

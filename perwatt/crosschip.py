@@ -113,28 +113,32 @@ def _layouts(spec) -> pd.DataFrame:
 
 
 @data.stored
-def _terms(model: str, precision: str) -> pd.DataFrame:
+def _terms(model: str, precision: str) -> dict[str, np.ndarray]:
+    """:func:`terms`' columns as arrays (read them, never write them: every caller shares them)."""
     spec = model_spec(model).with_precision(precision)
-    grid = _layouts(spec).merge(pd.DataFrame({"batch": np.asarray(BATCHES, dtype=float)}), how="cross")
-    return _terms_of(spec, grid).assign(model=model, precision=precision)
+    layouts = _layouts(spec)
+    batches = np.asarray(BATCHES, dtype=float)
+    # Layout by layout, each at every batch (as a cross join orders them).
+    return _terms_of(spec, *(np.repeat(layouts[c].to_numpy(), len(batches)) for c in ("chips", "ep", "dp_attention")),
+                     np.tile(batches, len(layouts)))
 
 
-def _terms_of(spec, grid: pd.DataFrame) -> pd.DataFrame:
-    """The terms of each row of ``grid`` (chips, ep, dp_attention, batch) at the table workload."""
+def _terms_of(spec, chips: np.ndarray, ep: np.ndarray, dp: np.ndarray, batch: np.ndarray) -> dict[str, np.ndarray]:
+    """The terms of each layout and batch (arrays of one length) at the table workload, by column."""
     drawn = catalog.lengths()
     isl, osl = drawn.isl_mean, drawn.osl_mean
-    chips, ep, dp = (grid[c].to_numpy() for c in ("chips", "ep", "dp_attention"))
-    batch = grid["batch"].to_numpy(float)
+    batch = np.asarray(batch, dtype=float)
     together = np.where(dp, chips, 1).astype(float)
     decode = parallel.pass_terms(spec, batch, isl + osl / 2, chips, ep, dp, 1, "decode", DEFAULTS)
     prefill = parallel.pass_terms(spec, together, 0.0, chips, ep, dp, isl, "prefill", DEFAULTS)
-    out = grid.assign(together=together, layers=float(spec.layers),
-                      pow2=((chips.astype(np.int64) & (chips.astype(np.int64) - 1)) == 0).astype(float),
-                      memory=parallel.memory_per_chip(spec, chips, ep, dp, batch, isl + osl, DEFAULTS))
+    out = {"chips": chips, "ep": ep, "dp_attention": dp, "batch": batch, "together": together,
+           "layers": np.full(batch.shape, float(spec.layers)),
+           "pow2": ((chips.astype(np.int64) & (chips.astype(np.int64) - 1)) == 0).astype(float),
+           "memory": np.asarray(parallel.memory_per_chip(spec, chips, ep, dp, batch, isl + osl, DEFAULTS), dtype=float)}
     for prefix, part in (("d", decode), ("p", prefill)):
         for key, value in part.items():
             if not key.endswith("_bits"):
-                out[f"{prefix}_{key}"] = np.broadcast_to(value, batch.shape)
+                out[f"{prefix}_{key}"] = np.array(np.broadcast_to(value, batch.shape), dtype=float)
     return out
 
 
@@ -142,7 +146,7 @@ def _terms_of(spec, grid: pd.DataFrame) -> pd.DataFrame:
 def terms(model: str, precision: str = "as_released") -> pd.DataFrame:
     """One row per layout and batch: the layout, the chip-independent terms :data:`FORMULA` reads,
     at the table workload's mean drawn lengths (KV cache at the default assumptions' bits)."""
-    return _terms(model, precision).copy()
+    return pd.DataFrame(_terms(model, precision)).assign(model=model, precision=precision)
 
 
 def _fields(device: Chip, power_w: float, spec=None) -> dict:
@@ -152,7 +156,7 @@ def _fields(device: Chip, power_w: float, spec=None) -> dict:
            "scale_out": device.scale_out_bytes_s if np.isfinite(device.scale_out_bytes_s) else 0.0,
            "domain": float(device.scale_up_domain)}
     if spec is not None:
-        bits = parallel.pass_terms(spec, 1, 0.0)
+        bits = parallel.pass_terms.unchecked(spec, 1.0, 0.0, 1, 1, False, 1, "decode", DEFAULTS)
         out.update({f"{op}_peak": device.peak_for_bits(bits[f"{op}_bits"]) for op in OPS})
     return out
 
@@ -217,35 +221,71 @@ def _check_assumptions_match_terms(assumptions: Assumptions) -> None:
                              f"({getattr(DEFAULTS, name)}); {getattr(assumptions, name)} is not supported here")
 
 
-@checks.validated(model=checks.TEXT, device=checks.kind(Chip), precision=PRECISION, power_basis=checks.rule(
-    checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED)
+def _admitted(model: str, device: Chip, precision: str, power_basis: str, assumptions: Assumptions,
+              power_model: power.PowerModel) -> tuple[dict[str, np.ndarray], dict]:
+    """The terms of the rows ``device`` runs (:data:`ADMISSION`), and :data:`FORMULA`'s parameters
+    and chip fields for it."""
+    _check_assumptions_match_terms(assumptions)
+    if not np.isfinite(device.power_w):
+        raise ValueError(f"device: {device.label}'s power is not published; give the chip an assumed power_w")
+    terms = _terms(model, precision)
+    given = {**_fields(device, device.power_w, model_spec(model).with_precision(precision)),
+             **parameters.unchecked(assumptions, power_basis, power_model)}
+    valid = ADMISSION.evaluate(terms, given)["valid"] > 0
+    if not valid.any():
+        raise ValueError(f"model {model!r} does not fit on {device.label} in any layout the model tries")
+    return {name: values[valid] for name, values in terms.items()}, given
+
+
+def _priced(model: str, device: Chip, precision: str, power_basis: str, assumptions: Assumptions,
+            power_model: power.PowerModel) -> dict[str, np.ndarray]:
+    """:func:`rows`' columns as arrays, ``efficient`` included."""
+    grid, given = _admitted(model, device, precision, power_basis, assumptions, power_model)
+    out = {name: grid[name] for name in ("chips", "ep", "dp_attention", "batch")}
+    out.update(FORMULA.evaluate(grid, given))
+    out["efficient"] = serving.pareto_efficient(out["x"], out["y"])
+    return out
+
+
+def _best_at_bandwidths(model: str, device: Chip, bandwidths, target: float, precision: str = "as_released",
+                        power_basis: str = "rated", assumptions: Assumptions = DEFAULTS,
+                        power_model: power.PowerModel = power.FITTED) -> np.ndarray:
+    """``best_at(frontier(model, device at each of bandwidths (bytes/s), ...), target)[0]``, for many
+    bandwidths in one evaluation. Which rows a chip runs does not depend on its bandwidth, and the
+    most ``y`` at ``x`` ≥ target over every row is the frontier's (a row beaten on both is matched
+    or beaten by one that is not): the same numbers, from the same arithmetic, element by element."""
+    grid, given = _admitted(model, device, precision, power_basis, assumptions, power_model)
+    values = FORMULA.evaluate(grid, {**given, "bandwidth": np.asarray(bandwidths, dtype=float)[:, None]})
+    reach = values["x"] >= target
+    return np.where(reach.any(axis=1), np.where(reach, values["y"], -np.inf).max(axis=1), np.nan)
+
+
+ROWS = dict(model=checks.TEXT, device=checks.kind(Chip), precision=PRECISION,
+            power_basis=checks.rule(checks.choice, POWER_BASES), assumptions=ASSUMED, power_model=POWERED)
+
+
+@checks.validated(**ROWS)
 def rows(model: str, device: Chip, precision: str = "as_released", power_basis: str = "rated",
          assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED) -> pd.DataFrame:
     """Every layout and batch ``device`` may run and has memory for, with :data:`FORMULA`'s results:
     ``x`` tokens/s per user, ``y`` total tokens/s per kW, ``watts`` per chip, ``efficient`` (no
     other row of this chip beats it on both)."""
-    _check_assumptions_match_terms(assumptions)
-    if not np.isfinite(device.power_w):
-        raise ValueError(f"device: {device.label}'s power is not published; give the chip an assumed power_w")
-    grid = _terms(model, precision)
-    given = {**_fields(device, device.power_w, model_spec(model).with_precision(precision)),
-             **parameters(assumptions, power_basis, power_model)}
-    grid = grid[ADMISSION.evaluate(grid.to_dict("series"), given)["valid"] > 0].reset_index(drop=True)
-    values = FORMULA.evaluate(grid.to_dict("series"), given)
-    frame = grid[["chips", "ep", "dp_attention", "batch"]].assign(**values)
-    if frame.empty:
-        raise ValueError(f"model {model!r} does not fit on {device.label} in any layout the model tries")
-    frame["efficient"] = serving.pareto_efficient(frame["x"], frame["y"])
-    return frame
+    return pd.DataFrame(_priced(model, device, precision, power_basis, assumptions, power_model))
 
 
+@checks.validated(**ROWS)
 def frontier(model: str, device: Chip, precision: str = "as_released", power_basis: str = "rated",
              assumptions: Assumptions = DEFAULTS, power_model: power.PowerModel = power.FITTED) -> pd.DataFrame:
     """The rows of :func:`rows` no other beats on both axes, one per operating point, fastest per
     user first (so ``y`` rises down the frame)."""
-    frame = rows(model, device, precision, power_basis, assumptions, power_model)
-    best = frame[frame["efficient"]].drop_duplicates(["x", "y"])
-    return best.sort_values(["x", "y"], ascending=[False, False]).reset_index(drop=True)
+    out = _priced(model, device, precision, power_basis, assumptions, power_model)
+    x, y = out["x"], out["y"]
+    seen: set = set()
+    # One row per operating point (the first, as pandas' drop_duplicates keeps), then the fastest
+    # first: no two kept rows tie on both x and y, so this order is the only one.
+    kept = [i for i in np.flatnonzero(out["efficient"]) if not ((x[i], y[i]) in seen or seen.add((x[i], y[i])))]
+    kept = np.asarray(kept, dtype=np.intp)[np.lexsort((-y[kept], -x[kept]))]
+    return pd.DataFrame({name: values[kept] for name, values in out.items()})
 
 
 @checks.validated(curve=checks.rule(checks.instance, pd.DataFrame), targets=checks.RATE)

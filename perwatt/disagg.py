@@ -116,9 +116,10 @@ def _fits(spec, device, chips, ep, dp, sequences, context) -> np.ndarray:
 
 
 @data.stored
-def _phases(model: str, accelerator: str, isl: float, osl: float) -> pd.DataFrame:
-    """Every layout and batch of one chip that fits, with both phases' times and chip-seconds per
-    request, alone (prefill pool, decode pool) and together (one pool, as serving.serve has it)."""
+def _phases(model: str, accelerator: str, isl: float, osl: float) -> dict[str, np.ndarray]:
+    """:func:`phases`' columns as arrays (read them, never write them: every caller shares them).
+    Every layout and batch of one chip, with both phases' times and chip-seconds per request, alone
+    (prefill pool, decode pool) and together (one pool, as serving.serve has it)."""
     spec, device = model_spec(model), chip(accelerator)
     g = _grid(spec, device)
     chips, ep, dp, batch = (g[c].to_numpy() for c in ("chips", "ep", "dp_attention", "batch"))
@@ -127,13 +128,14 @@ def _phases(model: str, accelerator: str, isl: float, osl: float) -> pd.DataFram
     t_prefill = serving.prefill_per_prompt(spec, device, isl, chips, ep, dp)
     t_pass = serving.decode_pass(spec, device, batch, isl + osl / 2, chips, ep, dp)
     one = serving.serve(spec, device, batch, isl, osl, chips=chips, ep=ep, dp_attention=dp)
-    return g.assign(
+    frame = g.assign(
         prefill_s=t_prefill, prefill_wait_s=t_prefill * together, prefill_chip_s=chips * t_prefill,
         prefill_fits=_fits(spec, device, chips, ep, dp, together, isl),
         tpot_alone_s=t_pass, decode_chip_s=chips * osl * t_pass / batch,
         decode_fits=_fits(spec, device, chips, ep, dp, batch, isl + osl),
         tpot_single_s=one["tpot_s"], ttft_single_s=one["ttft_s"], single_chip_s=chips * osl * one["tpot_s"] / batch,
         single_fits=one["fits"], serve_chip_s=one["e2e_latency_s"] * chips / batch)
+    return {name: column.to_numpy() for name, column in frame.items()}
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, workload=checks.TEXT)
@@ -144,7 +146,7 @@ def phases(model: str, accelerator: str, workload: str) -> pd.DataFrame:
     ``tpot_single_s``; ``serve_chip_s`` as :func:`perwatt.serving.serve`'s energy counts it),
     with whether each fits in memory."""
     isl, osl = lengths(workload)
-    return _phases(model, accelerator, isl, osl)
+    return pd.DataFrame(_phases(model, accelerator, isl, osl))
 
 
 @checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip,
@@ -152,22 +154,40 @@ def phases(model: str, accelerator: str, workload: str) -> pd.DataFrame:
 def kv_transfer_s(model: str, prefill_chip: str, decode_chip: str, isl) -> float:
     """Seconds to move one prompt's KV cache between the pools, over the slower chip's scale-out
     link at the serving model's link efficiency; NaN where either link is unpublished (not modelled)."""
+    return _transfer_s(_prompt_kv_bytes(model, isl), chip(prefill_chip).scale_out_bytes_s,
+                       chip(decode_chip).scale_out_bytes_s)
+
+
+def _prompt_kv_bytes(model: str, isl):
+    return roofline.kv_bytes(model_spec(model), isl, DEFAULTS.kv_bits)
+
+
+def _transfer_s(kv_bytes, prefill_link_bytes_s: float, decode_link_bytes_s: float) -> float:
+    """:func:`kv_transfer_s` from the prompt's cache bytes and each chip's scale-out link."""
     # np.minimum, not min(): an unpublished (NaN) link on either side leaves the transfer unknown.
-    link = float(np.minimum(chip(prefill_chip).scale_out_bytes_s, chip(decode_chip).scale_out_bytes_s))
+    link = float(np.minimum(prefill_link_bytes_s, decode_link_bytes_s))
     if not np.isfinite(link):
         return float("nan")
-    return float(roofline.kv_bytes(model_spec(model), isl, DEFAULTS.kv_bits) / (link * DEFAULTS.link_efficiency))
+    return float(kv_bytes / (link * DEFAULTS.link_efficiency))
 
 
-def _cheapest(frame: pd.DataFrame, usd_per_chip_s: float, seconds: str, keep) -> pd.Series | None:
-    frame = frame[keep]
-    if frame.empty:
+def _cheapest(columns: dict[str, np.ndarray], usd_per_chip_s: float, seconds: str, keep) -> dict | None:
+    """The row of ``columns`` among ``keep`` whose ``seconds`` cost least (the first such, skipping
+    NaN, as pandas' idxmin), as a dict; None if ``keep`` holds no row."""
+    where = np.flatnonzero(keep)
+    if not len(where):
         return None
-    return frame.loc[(frame[seconds] * usd_per_chip_s).idxmin()]
+    row = where[np.nanargmin(columns[seconds][where] * usd_per_chip_s)]
+    return {name: values[row].item() for name, values in columns.items()}
 
 
-def _usd_per_chip_s(accelerator: str, price_usd_per_kwh: float) -> float:
-    return usd_per_hour(accelerator) / 3600 + chip(accelerator).power_w / JOULES_PER_KWH * price_usd_per_kwh
+def _usd_per_chip_s(watts: float, usd_per_chip_hour: float, price_usd_per_kwh: float) -> float:
+    return usd_per_chip_hour / 3600 + watts / JOULES_PER_KWH * price_usd_per_kwh
+
+
+def _priced(accelerator: str) -> tuple[float, float]:
+    """A chip's rated watts and US$ per chip-hour (a ValueError if it has no sourced price)."""
+    return chip(accelerator).power_w, usd_per_hour(accelerator)
 
 
 @checks.validated(model=checks.TEXT, prefill_chip=_known_chip, decode_chip=_known_chip, workload=checks.TEXT,
@@ -181,35 +201,37 @@ def disaggregated(model: str, prefill_chip: str, decode_chip: str, workload: str
     (NaN where a scale-out link is unpublished) and each pool's share of the chips. The values are
     None where no layout fits or reaches the target."""
     isl, osl = lengths(workload)
-    p = _prefill_pool(model, prefill_chip, isl, osl, price_usd_per_kwh)
-    d = _decode_pool(model, decode_chip, isl, osl, min_tokens_per_s_per_user, price_usd_per_kwh)
-    return _split(model, prefill_chip, decode_chip, isl, p, d, price_usd_per_kwh)
+    prefill_phases, prefill = _phases(model, prefill_chip, isl, osl), _priced(prefill_chip)
+    p = _prefill_pool(prefill_phases, _usd_per_chip_s(*prefill, price_usd_per_kwh))
+    decode_phases, decode = _phases(model, decode_chip, isl, osl), _priced(decode_chip)
+    d = _decode_pool(decode_phases, min_tokens_per_s_per_user, _usd_per_chip_s(*decode, price_usd_per_kwh))
+    return _split(p, d, *prefill, *decode, kv_transfer_s.unchecked(model, prefill_chip, decode_chip, isl),
+                  price_usd_per_kwh)
 
 
-def _prefill_pool(model: str, accelerator: str, isl: float, osl: float, price_usd_per_kwh: float) -> pd.Series | None:
-    pre = _phases(model, accelerator, isl, osl)
-    return _cheapest(pre, _usd_per_chip_s(accelerator, price_usd_per_kwh), "prefill_chip_s", pre["prefill_fits"])
+def _prefill_pool(columns: dict[str, np.ndarray], usd_per_chip_s: float) -> dict | None:
+    """The cheapest prefill-pool row of one chip's :func:`_phases`."""
+    return _cheapest(columns, usd_per_chip_s, "prefill_chip_s", columns["prefill_fits"])
 
 
-def _decode_pool(model: str, accelerator: str, isl: float, osl: float, min_tokens_per_s_per_user: float,
-                 price_usd_per_kwh: float) -> pd.Series | None:
-    dec = _phases(model, accelerator, isl, osl)
-    return _cheapest(dec, _usd_per_chip_s(accelerator, price_usd_per_kwh), "decode_chip_s",
-                     dec["decode_fits"] & (dec["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))
+def _decode_pool(columns: dict[str, np.ndarray], min_tokens_per_s_per_user: float,
+                 usd_per_chip_s: float) -> dict | None:
+    """The cheapest decode-pool row of one chip's :func:`_phases` that reaches the target."""
+    return _cheapest(columns, usd_per_chip_s, "decode_chip_s",
+                     columns["decode_fits"] & (columns["tpot_alone_s"] <= 1 / min_tokens_per_s_per_user))
 
 
-def _split(model: str, prefill_chip: str, decode_chip: str, isl: float, p: pd.Series | None, d: pd.Series | None,
-           price_usd_per_kwh: float) -> dict:
-    """:func:`disaggregated`'s result from each pool's cheapest row (None: that pool has none)."""
+def _split(p: dict | None, d: dict | None, prefill_w: float, prefill_usd_per_hour: float, decode_w: float,
+           decode_usd_per_hour: float, transfer_s: float, price_usd_per_kwh: float) -> dict:
+    """:func:`disaggregated`'s result from each pool's cheapest row (None: that pool has none), its
+    chips' watts and hourly prices, and the KV transfer's seconds."""
     if p is None or d is None:
         return dict.fromkeys(KEYS)
-    cost = request_cost.unchecked(p["prefill_chip_s"], d["decode_chip_s"], chip(prefill_chip).power_w,
-                                  chip(decode_chip).power_w, usd_per_hour.unchecked(prefill_chip),
-                                  usd_per_hour.unchecked(decode_chip), price_usd_per_kwh)
-    transfer = kv_transfer_s.unchecked(model, prefill_chip, decode_chip, isl)
+    cost = request_cost.unchecked(p["prefill_chip_s"], d["decode_chip_s"], prefill_w, decode_w, prefill_usd_per_hour,
+                                  decode_usd_per_hour, price_usd_per_kwh)
     return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(p["chips"]),
             "decode_chips": float(d["chips"]), "decode_batch": float(d["batch"]), "tpot_s": float(d["tpot_alone_s"]),
-            "ttft_s": float(p["prefill_wait_s"] + transfer), "transfer_s": transfer,
+            "ttft_s": float(p["prefill_wait_s"] + transfer_s), "transfer_s": transfer_s,
             "prefill_share": float(p["prefill_chip_s"] / (p["prefill_chip_s"] + d["decode_chip_s"]))}
 
 
@@ -222,15 +244,20 @@ def single_pool(model: str, accelerator: str, workload: str, min_tokens_per_s_pe
     its busy chip-seconds split into the prefill and decode parts. Keys as :func:`disaggregated`'s
     (the transfer is 0, the prefill share is of the busy time); None where nothing qualifies."""
     isl, osl = lengths(workload)
-    frame = _phases(model, accelerator, isl, osl)
-    s = _cheapest(frame, _usd_per_chip_s(accelerator, price_usd_per_kwh), "single_chip_s",
-                  frame["single_fits"] & (frame["tpot_single_s"] <= 1 / min_tokens_per_s_per_user))
+    columns = _phases(model, accelerator, isl, osl)
+    return _single(columns, min_tokens_per_s_per_user, price_usd_per_kwh, *_priced(accelerator))
+
+
+def _single(columns: dict[str, np.ndarray], min_tokens_per_s_per_user: float, price_usd_per_kwh: float, watts: float,
+            usd_per_chip_hour: float) -> dict:
+    """:func:`single_pool` on one chip's :func:`_phases`, its watts and hourly price."""
+    s = _cheapest(columns, _usd_per_chip_s(watts, usd_per_chip_hour, price_usd_per_kwh), "single_chip_s",
+                  columns["single_fits"] & (columns["tpot_single_s"] <= 1 / min_tokens_per_s_per_user))
     if s is None:
         return dict.fromkeys(KEYS)
-    device = chip(accelerator)
     prefill_s = s["prefill_chip_s"]  # the prompts' share of the busy time: B prefills per B requests
-    cost = request_cost(prefill_s, s["single_chip_s"] - prefill_s, device.power_w, device.power_w,
-                        usd_per_hour(accelerator), usd_per_hour(accelerator), price_usd_per_kwh)
+    cost = request_cost(prefill_s, s["single_chip_s"] - prefill_s, watts, watts, usd_per_chip_hour, usd_per_chip_hour,
+                        price_usd_per_kwh)
     return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(s["chips"]),
             "decode_chips": float(s["chips"]), "decode_batch": float(s["batch"]), "tpot_s": float(s["tpot_single_s"]),
             "ttft_s": float(s["ttft_single_s"]), "transfer_s": 0.0,
@@ -244,16 +271,21 @@ def comparison(model: str, workload: str, min_tokens_per_s_per_user: float, pric
     with :func:`disaggregated`'s keys and ``vs_best_single``, its cost per request over the
     cheapest single pool's (below 1, the split is cheaper). Configurations that cannot reach the
     target are left out."""
-    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a,
-             **single_pool(model, a, workload, min_tokens_per_s_per_user, price_usd_per_kwh)} for a in priced_chips()]
-    # Each chip's cheapest prefill pool and decode pool do not depend on its partner: find them
-    # once, then price every pairing (as disaggregated does, pair by pair).
     isl, osl = lengths(workload)
     chips = priced_chips()
-    pre = {c: _prefill_pool(model, c, isl, osl, price_usd_per_kwh) for c in chips}
-    dec = {c: _decode_pool(model, c, isl, osl, min_tokens_per_s_per_user, price_usd_per_kwh) for c in chips}
+    # Each chip's phases, prices, cheapest prefill pool and cheapest decode pool do not depend on
+    # its partner: find them once, then price every pairing (as disaggregated does, pair by pair).
+    columns = {c: _phases(model, c, isl, osl) for c in chips}
+    priced = {c: _priced(c) for c in chips}
+    per_chip_s = {c: _usd_per_chip_s(*priced[c], price_usd_per_kwh) for c in chips}
+    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a,
+             **_single(columns[a], min_tokens_per_s_per_user, price_usd_per_kwh, *priced[a])} for a in chips]
+    pre = {c: _prefill_pool(columns[c], per_chip_s[c]) for c in chips}
+    dec = {c: _decode_pool(columns[c], min_tokens_per_s_per_user, per_chip_s[c]) for c in chips}
+    kv_bytes, links = _prompt_kv_bytes(model, isl), {c: chip(c).scale_out_bytes_s for c in chips}
     rows += [{"kind": "split", "prefill_chip": p, "decode_chip": d,
-              **_split(model, p, d, isl, pre[p], dec[d], price_usd_per_kwh)} for p in chips for d in chips]
+              **_split(pre[p], dec[d], *priced[p], *priced[d], _transfer_s(kv_bytes, links[p], links[d]),
+                       price_usd_per_kwh)} for p in chips for d in chips]
     frame = pd.DataFrame(rows).dropna(subset=["usd"]).reset_index(drop=True)
     if frame.empty:
         raise ValueError(f"min_tokens_per_s_per_user: no configuration of {model} reaches "

@@ -13,8 +13,10 @@ as a column of the row (``field``). In the page each step becomes one ``calculat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Union
 
 import numpy as np
@@ -225,6 +227,45 @@ def total(operands: Sequence[Operand]) -> Expr:
     return out
 
 
+def _compile(steps: tuple[tuple[str, Expr], ...]) -> Callable[[dict], dict[str, np.ndarray]]:
+    """See :meth:`Formula._program`. Fields and parameters are read by their own nodes (the same
+    lookups and errors); an Expr of a kind this does not know is evaluated by its own method."""
+    lines: list[str] = []
+    names: dict[str, object] = {"np": np, "where": np.where, "maximum": np.maximum, "minimum": np.minimum,
+                                **{f"op{i}": f for i, f in enumerate(_NUMPY.values())}}
+    ops = {op: f"op{i}" for i, op in enumerate(_NUMPY)}
+    counter = itertools.count()
+
+    def emit(expr: Expr, operand: bool = True) -> str:
+        value = f"v{next(counter)}"
+        if isinstance(expr, Binary):
+            left, right = emit(expr.left), emit(expr.right)
+            lines.append(f"{value} = {ops[expr.op]}({left}, {right})")
+        elif isinstance(expr, Call):
+            operands = [emit(o) for o in expr.operands]
+            if expr.function == "where":
+                lines.append(f"{value} = where({operands[0]}.astype(bool), {operands[1]}, {operands[2]})")
+            else:
+                combine = "maximum" if expr.function == "max" else "minimum"
+                lines.append(f"{value} = {operands[0]}")
+                lines.extend(f"{value} = {combine}({value}, {o})" for o in operands[1:])
+        elif isinstance(expr, Constant) and operand:  # read, never returned: one 0-d array, made once
+            names[value] = np.asarray(expr.value)
+        else:  # a field, a parameter, a step that is a constant, or another kind: its own evaluate
+            names[f"node{value}"] = expr
+            lines.append(f"{value} = node{value}.evaluate(env)")
+        return value
+
+    for name, expr in steps:
+        result = emit(expr, operand=False)
+        lines.append(f"env[{name!r}] = out[{name!r}] = np.asarray({result}, dtype=float)")
+    source = "\n".join(["def program(env):", "    out = {}",
+                          "    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):",
+                          *(f"        {line}" for line in lines), "    return out"])
+    exec(compile(source, "<perwatt.expression formula>", "exec"), names)
+    return names["program"]
+
+
 @dataclass(frozen=True)
 class Formula:
     """Named steps, each an :class:`Expr` over the row's fields, the parameters and earlier steps."""
@@ -238,7 +279,11 @@ class Formula:
                 raise ValueError(f"formula step {name!r} is defined twice")
             seen.add(name)
 
-    @property
+    def __reduce__(self):
+        # Pickled as its steps alone: the compiled program (:meth:`_program`) is rebuilt on use.
+        return (Formula, (self.steps,))
+
+    @cached_property
     def inputs(self) -> set[tuple[str, str]]:
         """What the rows and parameters must supply: every name read that no step defines."""
         defined = {name for name, _ in self.steps}
@@ -252,10 +297,16 @@ class Formula:
         if missing:
             raise ValueError(f"formula inputs missing: {missing}")
         env: dict[str, object] = {**params, **{k: np.asarray(v) for k, v in rows.items()}}
-        out = {}
-        for name, expr in self.steps:
-            env[name] = out[name] = np.asarray(expr.evaluate(env), dtype=float)
-        return out
+        return self._program(env)
+
+    @cached_property
+    def _program(self) -> Callable[[dict], dict[str, np.ndarray]]:
+        """The steps as one Python function of the environment, running exactly the NumPy calls
+        :meth:`Expr.evaluate` runs, in the same order, on the same operands (so the same numbers):
+        a formula is evaluated thousands of times a build (a bisection over a chip's bandwidth, a
+        frontier per chip and case), and walking the tree node by node, each binary operation in its
+        own ``np.errstate``, cost several times the arithmetic."""
+        return _compile(self.steps)
 
     def vega(self, keep: Sequence[str] | None = None, suffix: str = "",
              given: Mapping[str, Operand] | None = None) -> list[dict[str, str]]:

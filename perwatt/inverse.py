@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from perwatt import checks
-from perwatt.crosschip import (ASSUMED, FORMULA, PRECISION, READER, _check_assumptions_match_terms,
-                               _fields, _terms_of, best_at, frontier, parameters,
-                               reader_link_bytes_s)
+from perwatt.crosschip import (ASSUMED, FORMULA, PRECISION, READER, _best_at_bandwidths,
+                               _check_assumptions_match_terms, _fields, _terms_of, parameters, reader_link_bytes_s)
 from perwatt.specs import DEFAULTS, GIGA, TERA, Assumptions, Chip, chip, known_chips, model_spec
 
 #: Search bounds for a solved bandwidth, bytes/s (1 GB/s to 1 EB/s), and for a bandwidth multiple.
@@ -25,12 +24,39 @@ MULTIPLE_SEARCH = (1.0, 1000.0)
 UNLIMITED_FLOPS = 1e21
 
 
-def _bisect_log(f, low: float, high: float, steps: int = 200) -> float:
-    """The x in [low, high] where the increasing f crosses zero, by bisection on log x."""
+def _bisect_log(f, low: float, high: float, steps: int = 200, depth: int = 6) -> float:
+    """The x in [low, high] where the increasing f crosses zero, by bisection on log x.
+
+    ``f`` takes an array of x and returns f at each. Each round evaluates, in one call, every
+    midpoint the next ``depth`` steps may visit (2^depth − 1 of them, each computed as that step
+    computes it), then takes those steps: the same points and comparisons as a bisection that asks
+    for one point at a time, so the same answer, in a few calls rather than one per step. A step
+    depends only on the bracket, so once a step leaves the bracket as it was (its ends adjacent
+    doubles, some 55 steps in), every later step would too: the search stops there."""
     a, b = np.log(low), np.log(high)
-    for _ in range(steps):
-        mid = (a + b) / 2
-        a, b = (mid, b) if f(float(np.exp(mid))) < 0 else (a, mid)
+    taken = 0
+    while taken < steps:
+        levels = min(depth, steps - taken)
+        # Breadth first, node 0 the bracket: node i's children are 2i + 1, its upper half (taken
+        # where f < 0 at its midpoint), and 2i + 2, its lower half.
+        brackets, mids = [(a, b)], []
+        for node in range(2 ** levels - 1):
+            below, above = brackets[node]
+            mid = (below + above) / 2
+            mids.append(mid)
+            brackets += [(mid, above), (below, mid)]
+        values = np.asarray(f(np.array([float(np.exp(mid)) for mid in mids])), dtype=float)
+        node, moved = 0, True
+        for _ in range(levels):
+            child = 2 * node + 1 if values[node] < 0 else 2 * node + 2
+            moved = brackets[child] != brackets[node]
+            if not moved:
+                break
+            node = child
+        a, b = brackets[node]
+        if not moved:
+            break
+        taken += levels
     return float(np.exp((a + b) / 2))
 
 
@@ -64,22 +90,22 @@ def inverse(model: str, tokens_per_s_per_user: float, tps_per_kw: float, chips: 
     if chips % ep:
         raise ValueError(f"ep must divide chips: {ep} expert groups cannot split {chips} chips")
     _check_assumptions_match_terms(assumptions)
-    grid = _terms_of(spec, pd.DataFrame({"chips": [chips], "ep": [ep], "dp_attention": [bool(dp_attention)],
-                                         "batch": [float(batch)]}))
+    row = _terms_of(spec, np.array([chips]), np.array([ep]), np.array([bool(dp_attention)]), np.array([float(batch)]))
     peak = UNLIMITED_FLOPS if tflops is None else tflops * TERA
     given = parameters(assumptions)
+    device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=BANDWIDTH_SEARCH[1],
+                  peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=1000.0,
+                  scale_up_bytes_s=reader_link_bytes_s(), scale_up_domain=chips)
+    fields = {**_fields(device, device.power_w, spec), **given}  # all but the bandwidth, for every point asked
 
-    def point(bandwidth: float, power_w: float = 1000.0) -> dict:
-        device = Chip(name=READER, label="solved", hbm_bytes=float("inf"), bandwidth_bytes_s=bandwidth,
-                      peak_flops={f: peak for f in ("fp4", "fp8", "bf16")}, power_w=power_w,
-                      scale_up_bytes_s=reader_link_bytes_s(), scale_up_domain=chips)
-        return FORMULA.evaluate(grid.to_dict("series"), {**_fields(device, power_w, spec), **given})
+    def point(bandwidth) -> dict:
+        return FORMULA.evaluate(row, {**fields, "bandwidth": bandwidth})
 
     ceiling = float(point(BANDWIDTH_SEARCH[1])["x"][0])
-    memory_gb = float(grid["memory"].iloc[0]) / GIGA
+    memory_gb = float(row["memory"][0]) / GIGA
     if ceiling <= tokens_per_s_per_user:
         return {"solvable": False, "bandwidth_tb_s": None, "power_w": None, "ceiling": ceiling, "memory_gb": memory_gb}
-    bandwidth = _bisect_log(lambda b: float(point(b)["x"][0]) - tokens_per_s_per_user, *BANDWIDTH_SEARCH)
+    bandwidth = _bisect_log(lambda b: point(b)["x"] - tokens_per_s_per_user, *BANDWIDTH_SEARCH)
     per_chip = float(point(bandwidth)["total_per_chip"][0])
     return {"solvable": True, "bandwidth_tb_s": bandwidth / TERA, "power_w": per_chip / tps_per_kw * 1000,
             "ceiling": ceiling, "memory_gb": memory_gb}
@@ -105,21 +131,23 @@ def gap_conditions(model: str, baseline: str, target: float, gaps=(2.1, 4.1), pr
     if not np.isfinite(device.power_w):
         raise ValueError(f"baseline: {device.label}'s power is not published")
 
-    def best(multiple: float) -> float:
-        faster = dataclasses.replace(device, bandwidth_bytes_s=device.bandwidth_bytes_s * multiple)
-        value = best_at(frontier(model, faster, precision, "rated", assumptions), target)[0]
-        return float(value) if np.isfinite(value) else 0.0
+    def best(multiples) -> np.ndarray:
+        """The most tokens/s per kW at the target or faster with the bandwidth times each multiple
+        (0 where the target is out of reach), for many multiples in one evaluation."""
+        bandwidths = [device.bandwidth_bytes_s * float(k) for k in np.atleast_1d(multiples)]
+        value = _best_at_bandwidths(model, device, bandwidths, target, precision, "rated", assumptions)
+        return np.where(np.isfinite(value), value, 0.0)
 
-    base = best(1.0)
+    base, top = (float(v) for v in best([1.0, MULTIPLE_SEARCH[1]]))
     if base <= 0:
         raise ValueError(f"target: {device.label} does not reach {target:,.0f} tokens/s per user for {model!r} in the model")
     rows = []
-    top = best(MULTIPLE_SEARCH[1]) / base
+    top = top / base
     for gap in np.atleast_1d(gaps):
         # The upper end of the bisection's last bracket: a multiple that reaches the gap.
         multiple = (float("nan") if top < gap else
                     _bisect_log(lambda k: best(k) / base - gap, *MULTIPLE_SEARCH, steps=40) * (1 + 1e-9))
-        reached = best(multiple) / base if np.isfinite(multiple) else float("nan")
+        reached = float(best(multiple)[0]) / base if np.isfinite(multiple) else float("nan")
         rows.append({"gap": float(gap), "bandwidth_multiple": multiple, "gap_reached": reached,
                      "power_share": 1.0 / float(gap),
                      "baseline_tps_per_kw": base, "most_from_bandwidth": top})

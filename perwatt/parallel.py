@@ -84,7 +84,10 @@ def _layout_arrays(chips, ep, dp_attention):
 def expected_max_z(groups) -> np.ndarray:
     """The expected largest of ``groups`` standard normal draws, by Blom's approximation
     Φ⁻¹((n − 0.375) / (n + 0.25)); 0 for one group."""
-    n = checks.array("groups", groups, minimum=1, maximum=checks.MAX_CHIPS, whole=True)
+    return _expected_max_z(checks.array("groups", groups, minimum=1, maximum=checks.MAX_CHIPS, whole=True))
+
+
+def _expected_max_z(n: np.ndarray) -> np.ndarray:
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
 
@@ -101,7 +104,7 @@ def busiest_group_experts(spec: ModelSpec, tokens, ep, skew: float = 1.0) -> np.
     p = 1.0 - (1.0 - spec.active_experts / spec.routed_experts) ** tokens
     mean = held * p
     spread = np.sqrt(held * p * (1.0 - p))
-    return np.minimum(held, (mean + expected_max_z(ep) * spread) * skew)
+    return np.minimum(held, (mean + _expected_max_z(ep) * spread) * skew)  # ep: whole numbers ≥ 1, checked
 
 
 def _roof(flops, nbytes, peak_flops_s: float, bandwidth_bytes_s: float, assumptions: Assumptions):
@@ -257,10 +260,18 @@ def pass_time(spec: ModelSpec, device: Chip, sequences, context, chips=1, ep=1, 
 
     parts = {**timed, "fixed": np.asarray(layers * assumptions.layer_latency_us * 1e-6), "collectives": collectives}
     # Views, not copies: at a million configurations a copy of each part would cost more than the arithmetic.
+    # A part already of the shape is its own (fresh) array, made read-only as the views are.
     shape = np.broadcast(*parts.values()).shape
-    parts = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in parts.items()}
+    parts = {k: _read_only(v) if np.shape(v) == shape and np.asarray(v).dtype == float
+             else np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in parts.items()}
     parts["total"] = sum(parts.values())
     return parts
+
+
+def _read_only(values) -> np.ndarray:
+    values = np.asarray(values)
+    values.flags.writeable = False
+    return values
 
 
 @checks.validated(spec=SPEC, device=DEVICE, sequences=checks.BATCH, context=checks.CONTEXT,

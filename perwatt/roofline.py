@@ -56,7 +56,7 @@ def experts_touched(spec: ModelSpec, tokens):
 def weight_bytes(spec: ModelSpec, tokens):
     """Bytes of weights read by one forward step over ``tokens`` tokens."""
     shared = spec.shared_params * spec.other_weight_bits / 8
-    experts = spec.per_expert_params * experts_touched(spec, tokens) * spec.expert_weight_bits / 8
+    experts = spec.per_expert_params * experts_touched.unchecked(spec, tokens) * spec.expert_weight_bits / 8
     return shared + experts
 
 
@@ -106,7 +106,9 @@ def decode_flops(spec: ModelSpec, batch, context, tokens_per_sequence=1):
 def decode_bytes(spec: ModelSpec, batch, context, kv_bits: float = DEFAULTS.kv_bits, tokens_per_sequence=1):
     """Bytes one decode step reads: the weights its tokens touch, plus every sequence's KV cache once."""
     batch = np.asarray(batch, dtype=float)
-    return weight_bytes(spec, batch * tokens_per_sequence) + batch * kv_bytes(spec, context, kv_bits)
+    # Checked here already: the context and bits (as kv_bytes would check them); not the tokens,
+    # which can pass the limit a batch and a draft length each keep.
+    return weight_bytes(spec, batch * tokens_per_sequence) + batch * kv_bytes.unchecked(spec, context, kv_bits)
 
 
 @checks.validated(spec=SPEC, prompt_tokens=checks.LENGTH)
@@ -120,7 +122,7 @@ def prefill_flops(spec: ModelSpec, prompt_tokens):
 def prefill_bytes(spec: ModelSpec, prompt_tokens, kv_bits: float = DEFAULTS.kv_bits):
     """Bytes to prefill one prompt: the weights its tokens touch, plus writing its KV cache."""
     isl = np.asarray(prompt_tokens, dtype=float)
-    return weight_bytes(spec, isl) + kv_bytes(spec, isl, kv_bits)
+    return weight_bytes.unchecked(spec, isl) + kv_bytes.unchecked(spec, isl, kv_bits)  # checked as they would be
 
 
 @checks.validated(flops=checks.WORK, nbytes=checks.rule(checks.positive, maximum=checks.MAX_WORK))
@@ -178,9 +180,12 @@ def decode_time(spec: ModelSpec, device: Chip, batch, context, chips, assumption
                               "decode", assumptions)["total"]
 
 
-@checks.validated(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
-                 isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH,
-                 precision=checks.rule(checks.choice, PRECISIONS))
+#: How :func:`roofline_points` checks what it is given.
+ROOFLINE = dict(model=checks.TEXT, accelerator=checks.TEXT, batch=checks.rule(checks.integer, maximum=checks.MAX_BATCH),
+                isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH, precision=checks.rule(checks.choice, PRECISIONS))
+
+
+@checks.validated(**ROOFLINE)
 def roofline_points(model: str, accelerator: str, batch: int, isl: float | None = None, osl: float | None = None,
                     precision: str = "as_released") -> pd.DataFrame:
     """The roofline of one chip and the operating points of prefill and decode on it.
@@ -192,25 +197,26 @@ def roofline_points(model: str, accelerator: str, batch: int, isl: float | None 
     w = catalog.workload()
     isl = float(w["isl_tokens"]) if isl is None else isl
     osl = float(w["osl_tokens"]) if osl is None else osl
+    return pd.DataFrame(_roofline_columns.unchecked(model, accelerator, batch, isl, osl, precision))
+
+
+@checks.validated(**ROOFLINE)
+def _roofline_columns(model: str, accelerator: str, batch: int, isl: float, osl: float,
+                      precision: str = "as_released") -> dict:
+    """:func:`roofline_points`' columns, for a caller that adds its own before making the frame (the
+    lengths given)."""
     spec = model_spec(model).with_precision(precision)
     device = chip(accelerator)
     bits = spec.expert_weight_bits
     peak = device.peak_for_bits(bits)
-    ridge = ridge_point(device, bits)
-    intensities = np.array([1.0, ridge, 1e5])
-    roof = pd.DataFrame({
-        "series": "roof", "point": ["low", "ridge", "high"], "intensity": intensities,
-        "tflops": np.minimum(peak, intensities * device.bandwidth_bytes_s) / TERA,
-    })
+    ridge = ridge_point.unchecked(device, bits)
     context = isl + osl / 2
-    flops = np.array([float(prefill_flops(spec, isl)), float(decode_flops(spec, batch, context))])
-    nbytes = np.array([float(prefill_bytes(spec, isl)), float(decode_bytes(spec, batch, context))])
-    intensity = arithmetic_intensity(flops, nbytes)
-    phases = pd.DataFrame({
-        "series": "phase", "point": ["prefill", "decode"], "intensity": intensity,
-        "tflops": np.minimum(peak, intensity * device.bandwidth_bytes_s) / TERA,
-    })
-    out = pd.concat([roof, phases], ignore_index=True)
-    out["bound"] = np.where(out["intensity"] >= ridge, "compute-bound", "memory-bound")
-    out["ridge"] = ridge
-    return out
+    # The figure asks for hundreds of these, so the steps whose arguments are checked above run
+    # unchecked; decode_bytes checks the context (isl + osl / 2), which nothing above bounds.
+    flops = np.array([float(prefill_flops.unchecked(spec, isl)), float(decode_flops.unchecked(spec, batch, context))])
+    nbytes = np.array([float(prefill_bytes.unchecked(spec, isl)), float(decode_bytes(spec, batch, context))])
+    # The roof at three intensities, then prefill and decode on it.
+    intensity = np.concatenate([[1.0, ridge, 1e5], arithmetic_intensity(flops, nbytes)])
+    return {"series": ["roof"] * 3 + ["phase"] * 2, "point": ["low", "ridge", "high", "prefill", "decode"],
+            "intensity": intensity, "tflops": np.minimum(peak, intensity * device.bandwidth_bytes_s) / TERA,
+            "bound": np.where(intensity >= ridge, "compute-bound", "memory-bound"), "ridge": ridge}

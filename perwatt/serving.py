@@ -25,9 +25,10 @@ PRECISION = checks.rule(checks.choice, PRECISIONS)
 
 DRAFTS = checks.rule(checks.count, minimum=0, maximum=checks.MAX_GAMMA)
 ACCEPTED = checks.rule(checks.number, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
-#: A sweep takes one draft length and one yield per pass for all its points.
+#: A sweep takes one draft length, one yield per pass and one of each length for all its points.
 ONE_DRAFTS = checks.rule(checks.integer, minimum=0, maximum=checks.MAX_GAMMA)
 ONE_ACCEPTED = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_GAMMA + 1)
+ONE_LENGTH = checks.rule(checks.scalar, minimum=1.0, maximum=checks.MAX_TOKENS)
 #: How :func:`sweep` and :func:`frontier` (which reads the sweep) check what they are given.
 SWEPT = dict(model=checks.TEXT, accelerator=checks.TEXT, precision=PRECISION, isl=OPTIONAL_LENGTH, osl=OPTIONAL_LENGTH,
              assumptions=ASSUMED, drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
@@ -153,16 +154,19 @@ def serve_disaggregated(spec: ModelSpec, device: Chip, concurrency, isl, osl, pr
 BATCHES = tuple(2 ** i for i in range(15))
 
 
+def _layout_rows(spec: ModelSpec, device: Chip) -> list[tuple[int, int, bool]]:
+    limit = device.scale_up_domain * (4 if np.isfinite(device.scale_out_bytes_s) else 1)
+    sizes = sorted({2 ** i for i in range(20) if 2 ** i <= limit} | {device.scale_up_domain})
+    return [(c, e, d) for c in sizes for e in sorted({1, c}) for d in ((False, True) if c > 1 else (False,))
+            if spec.is_moe or e == 1]
+
+
 @checks.validated(spec=SPEC, device=DEVICE)
 def layouts(spec: ModelSpec, device: Chip) -> pd.DataFrame:
     """Candidate layouts for one chip: powers of two up to four scale-up domains (only the domain
     where the scale-out bandwidth is unpublished), the domain's own size, and for each, experts
     split or not and attention tensor- or data-parallel. One row per layout: chips, ep, dp_attention."""
-    limit = device.scale_up_domain * (4 if np.isfinite(device.scale_out_bytes_s) else 1)
-    sizes = sorted({2 ** i for i in range(20) if 2 ** i <= limit} | {device.scale_up_domain})
-    rows = [(c, e, d) for c in sizes for e in sorted({1, c}) for d in ((False, True) if c > 1 else (False,))
-            if spec.is_moe or e == 1]
-    return pd.DataFrame(rows, columns=["chips", "ep", "dp_attention"])
+    return pd.DataFrame(_layout_rows(spec, device), columns=["chips", "ep", "dp_attention"])
 
 
 def pareto_efficient(x, y) -> np.ndarray:
@@ -187,18 +191,49 @@ def batch_list(batches) -> np.ndarray:
     return batch
 
 
-@checks.validated(spec=SPEC, device=DEVICE, isl=checks.LENGTH, osl=checks.LENGTH, assumptions=ASSUMED,
+def _swept(spec: ModelSpec, device: Chip, isl: float, osl: float, assumptions: Assumptions, batches, drafts: int,
+           tokens_per_pass: float) -> dict[str, np.ndarray]:
+    """:func:`sweep_chip`'s columns as arrays: every layout (in :func:`layouts`' order) at every
+    batch (in the order given), the points that fit."""
+    layout = np.array(_layout_rows(spec, device), dtype=object).reshape(-1, 3)
+    batch = batch_list(batches).astype(int)
+    # Layout by layout, each at every batch (a cross join's order), as plain arrays: a sweep is
+    # asked for hundreds of times a build, and frames per step cost more than the model.
+    grid = {"chips": np.repeat(layout[:, 0].astype(np.int64), len(batch)),
+            "ep": np.repeat(layout[:, 1].astype(np.int64), len(batch)),
+            "dp_attention": np.repeat(layout[:, 2].astype(bool), len(batch)),
+            "batch": np.tile(batch, len(layout))}
+    point = serve(spec, device, grid["batch"].astype(float), isl, osl, assumptions, grid["chips"].astype(float),
+                  grid["ep"].astype(float), grid["dp_attention"], drafts, tokens_per_pass)
+    fits = np.asarray(point.pop("fits"))
+    columns = {**grid, **{k: np.asarray(v) for k, v in point.items() if k != "chips"}}
+    return {k: v[fits] for k, v in columns.items()}
+
+
+@checks.validated(spec=SPEC, device=DEVICE, isl=ONE_LENGTH, osl=ONE_LENGTH, assumptions=ASSUMED,
                   drafts=ONE_DRAFTS, tokens_per_pass=ONE_ACCEPTED)
 def sweep_chip(spec: ModelSpec, device: Chip, isl: float, osl: float, assumptions: Assumptions = DEFAULTS,
                batches=BATCHES, drafts: int = 0, tokens_per_pass: float = 1.0) -> pd.DataFrame:
     """:func:`sweep` for a model and chip given as records (a reader's or a solved chip, which
     no name in data/ describes): every layout at every batch that fits in memory, with the layout,
     the batch and the :func:`serve` results; empty if nothing fits. No ``efficient`` column."""
-    grid = layouts(spec, device).merge(pd.DataFrame({"batch": batch_list(batches).astype(int)}), how="cross")
-    point = serve(spec, device, grid["batch"].to_numpy(float), isl, osl, assumptions, grid["chips"].to_numpy(float),
-                  grid["ep"].to_numpy(float), grid["dp_attention"].to_numpy(bool), drafts, tokens_per_pass)
-    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
-    return frame[frame.pop("fits")].reset_index(drop=True)
+    return pd.DataFrame(_swept(spec, device, isl, osl, assumptions, batches, drafts, tokens_per_pass))
+
+
+def _sweep(model: str, accelerator: str, precision: str, isl: float | None, osl: float | None,
+           assumptions: Assumptions, batches, drafts: int, tokens_per_pass: float) -> dict[str, np.ndarray]:
+    """:func:`sweep`'s columns as arrays."""
+    drawn = catalog.lengths()  # the table's workload at its mean drawn lengths, as InferenceX runs it
+    isl = drawn.isl_mean if isl is None else isl
+    osl = drawn.osl_mean if osl is None else osl
+    out = _swept(model_spec(model).with_precision(precision), chip(accelerator), isl, osl, assumptions, batches,
+                 drafts, tokens_per_pass)
+    if not len(out["batch"]):
+        raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries at isl "
+                         f"{isl:,.0f} and osl {osl:,.0f} tokens (batches {batches!r}): give shorter lengths or smaller "
+                         "batches")
+    out["efficient"] = pareto_efficient(out["output_tokens_per_s_per_chip"], out["tokens_per_s_per_user"])
+    return out
 
 
 @checks.validated(**SWEPT)
@@ -209,17 +244,7 @@ def sweep(model: str, accelerator: str, precision: str = "as_released", isl: flo
     the layout (chips, ep, dp_attention), the batch, the :func:`serve` results, and ``efficient``,
     true where no other row beats it on both output tokens/s per chip and tokens/s per user.
     Lengths default to the table workload's mean drawn lengths."""
-    drawn = catalog.lengths()  # the table's workload at its mean drawn lengths, as InferenceX runs it
-    isl = drawn.isl_mean if isl is None else isl
-    osl = drawn.osl_mean if osl is None else osl
-    frame = sweep_chip.unchecked(model_spec(model).with_precision(precision), chip(accelerator), isl, osl,
-                                 assumptions, batches, drafts, tokens_per_pass)
-    if frame.empty:
-        raise ValueError(f"model {model!r} does not fit on {accelerator!r} in any layout the sweep tries at isl "
-                         f"{isl:,.0f} and osl {osl:,.0f} tokens (batches {batches!r}): give shorter lengths or smaller "
-                         "batches")
-    frame["efficient"] = pareto_efficient(frame["output_tokens_per_s_per_chip"], frame["tokens_per_s_per_user"])
-    return frame
+    return pd.DataFrame(_sweep(model, accelerator, precision, isl, osl, assumptions, batches, drafts, tokens_per_pass))
 
 
 @checks.validated(**SWEPT)
@@ -229,9 +254,22 @@ def frontier(model: str, accelerator: str, precision: str = "as_released", isl: 
     """The best the model allows: the rows of :func:`sweep` that no other layout and batch beats
     on both output tokens/s per chip and tokens/s per user, fastest per user first. Each row is
     the configuration (layout and batch) that reaches its operating point."""
-    frame = sweep(model, accelerator, precision, isl, osl, assumptions, batches, drafts, tokens_per_pass)
-    best = frame[frame["efficient"]].drop_duplicates(["output_tokens_per_s_per_chip", "tokens_per_s_per_user"])
-    return best.sort_values("tokens_per_s_per_user", ascending=False).reset_index(drop=True)
+    return pd.DataFrame(_frontier(model, accelerator, precision, isl, osl, assumptions, batches, drafts,
+                                  tokens_per_pass))
+
+
+def _frontier(model: str, accelerator: str, precision: str, isl: float | None, osl: float | None,
+              assumptions: Assumptions, batches, drafts: int, tokens_per_pass: float) -> dict[str, np.ndarray]:
+    """:func:`frontier`'s columns as arrays."""
+    out = _sweep(model, accelerator, precision, isl, osl, assumptions, batches, drafts, tokens_per_pass)
+    per_chip, per_user = out["output_tokens_per_s_per_chip"], out["tokens_per_s_per_user"]
+    seen: set = set()
+    # One row per operating point (the first, as pandas' drop_duplicates keeps), then the fastest
+    # first: two efficient points at one speed per user would be one point, so there are no ties.
+    kept = [i for i in np.flatnonzero(out["efficient"])
+            if not ((per_chip[i], per_user[i]) in seen or seen.add((per_chip[i], per_user[i])))]
+    kept = np.asarray(kept, dtype=np.intp)[np.argsort(-per_user[kept], kind="stable")]
+    return {name: values[kept] for name, values in out.items()}
 
 
 @checks.validated(model=checks.TEXT, tokens_per_s_per_user=checks.RATE, context=checks.CONTEXT, precision=PRECISION,

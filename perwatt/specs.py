@@ -240,8 +240,14 @@ def _chip(name: str) -> Chip:
 def known_chips() -> list[str]:
     """Accelerators whose memory and bandwidth are known (Jalapeño's are not), so the serving model
     runs on them; some of them have no published power (see :func:`chips_with_power`)."""
+    return list(_known_chips())
+
+
+@data.cached
+def _known_chips() -> tuple[str, ...]:
+    # Asked for by every check of a chip's name: read from the table once.
     table = data.load("accelerators")
-    return list(table.loc[table["bandwidth_tb_s"].notna() & table["hbm_gb"].notna(), "accelerator"])
+    return tuple(table.loc[table["bandwidth_tb_s"].notna() & table["hbm_gb"].notna(), "accelerator"])
 
 
 def chips_with_power() -> list[str]:

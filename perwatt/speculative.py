@@ -204,7 +204,7 @@ def drafters() -> list[str]:
 
 
 def _check_drafter(drafter, c, branches) -> tuple[str, float | None, int]:
-    drafter = checks.choice("drafter", drafter, drafters())
+    drafter = drafter if drafter in (MTP, FIXED_COST) else checks.choice("drafter", drafter, drafters())
     c = OPTIONAL_COST("c", c)
     branches = BRANCHES("branches", branches)
     if (drafter == FIXED_COST) != (c is not None):
@@ -295,7 +295,11 @@ def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: f
     above the one where the speed-up peaks, with a speed-up of 1 or less. NaN if speculation
     still pays at ``max_batch``. ``kwargs`` go to :func:`batch_speedup` (drafter, context, …)."""
     batches = np.arange(1, max_batch + 1, dtype=float)
-    gain = batch_speedup(model, accelerator, alpha, gamma, batches, c=c, **kwargs)["speedup"]
+    return _crossover(batches, batch_speedup(model, accelerator, alpha, gamma, batches, c=c, **kwargs)["speedup"])
+
+
+def _crossover(batches: np.ndarray, gain: np.ndarray) -> float:
+    """:func:`crossover_batch` from the speed-up at batches 1, 2, …"""
     peak = int(np.argmax(gain))
     losing = np.flatnonzero(gain[peak:] <= 1.0)
     return float(batches[peak + losing[0]]) if len(losing) else float("nan")
@@ -313,11 +317,14 @@ def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float
     """Speed-up and energy per accepted token across batch sizes, with the crossover batch."""
     batches = serving.batch_list(batches)
     options = {"context": context, "drafter": drafter, "c": c, "branches": branches}
-    result = batch_speedup(model, accelerator, alpha, gamma, batches, **options)
-    frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
-    frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
-    frame["crossover_batch"] = crossover_batch(model, accelerator, alpha, gamma, **options)
-    return frame
+    # The batches crossover_batch prices include the frame's: the model prices batch by batch, so read them there.
+    every = np.arange(1, 4097, dtype=float)
+    swept = batch_speedup(model, accelerator, alpha, gamma, every, **options)
+    result = ({k: v[batches.astype(int) - 1] for k, v in swept.items()} if batches.max() <= every[-1] else
+              batch_speedup(model, accelerator, alpha, gamma, batches, **options))
+    return pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()},
+                         "energy_ratio": np.asarray(result["speculative_j_per_token"] / result["plain_j_per_token"]),
+                         "crossover_batch": _crossover(every, swept["speedup"])})
 
 
 #: The acceptance rates and draft lengths the book's speed-up surface spans.

@@ -282,3 +282,24 @@ def test_decimals_of_a_printed_number():
 def test_article_ids_are_the_sources_with_a_text():
     # sources.csv: three articles have a file beside the repository (in its order); no other kind counts.
     assert catalog.article_ids() == ["realbet", "firstresults", "inhouse"]
+
+
+def _decimals_as_they_were(*values: float) -> int:
+    places = 0
+    for value in values:
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+        places = max(places, len(text.split(".")[1]) if "." in text else 0)
+    return places
+
+
+@given(st.lists(st.floats(-1e6, 1e6), max_size=4))
+def test_decimal_places_are_counted_as_before(values):
+    assert benchmark._decimals(*values) == _decimals_as_they_were(*values)
+
+
+@pytest.mark.parametrize("osl", [1.0, 819.0, 1024.0, 1400.0])
+def test_the_audit_figure_reads_its_table_once_and_gives_what_latency_audit_gives(osl):
+    from perwatt.figures import benchmark_tables
+    expected = benchmark_tables._labelled(benchmark.latency_audit(benchmark.book_results(), osl))
+    expected["min_output_s"] = osl / expected["interactivity"]
+    pd.testing.assert_frame_equal(benchmark_tables.latency_audit_frame(osl), expected, check_exact=True)

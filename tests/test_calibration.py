@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perwatt import calibration, catalog, roofline, serving
 
@@ -97,3 +100,49 @@ def test_published_large_scale_expert_parallel_decode_is_within_30_percent():
     assert set(table.index) == {"sglang-72xh100-decode", "sglang-48xgb200-decode"}
     assert (table["error_pct"].abs() < 30).all()
     assert abs(table.loc["sglang-48xgb200-decode", "error_pct"]) < abs(table.loc["sglang-72xh100-decode", "error_pct"])
+
+
+# --- The fast path against the code it replaced (kept here as the reference) ------------------------
+
+def _predict_as_it_was(table, assumptions, mtp_tokens_per_pass):
+    """One serving call per chip, precision and workload, written into a frame by label."""
+    out = pd.DataFrame(np.nan, index=table.index, columns=list(calibration.TARGETS))
+    ok = table[calibration.usable(table) == ""]
+    for (hardware, precision, workload), rows in ok.groupby(["hardware", "precision", "workload"]):
+        spec = roofline.model_spec("deepseek-r1").with_precision("fp4" if precision == "fp4" else "as_released")
+        device, drawn = roofline.chip(hardware), catalog.lengths(workload)
+        mtp = (rows["spec_method"] == "mtp").to_numpy()
+        drafts, accepted = np.where(mtp, calibration.MTP_DRAFTS, 0), np.where(mtp, mtp_tokens_per_pass, 1.0)
+        single, split, s = rows[~rows["disagg"]], rows[rows["disagg"]], ~rows["disagg"].to_numpy()
+        if len(single):
+            r = serving.serve(spec, device, single["concurrency"].to_numpy(float), drawn.isl_mean, drawn.osl_mean,
+                              assumptions, single["decode_tp"].to_numpy(float), single["decode_ep"].to_numpy(float),
+                              single["decode_dp_attention"].to_numpy(bool), drafts[s], accepted[s])
+            out.loc[single.index, list(calibration.TARGETS)] = np.column_stack(
+                [r["total_tokens_per_s_per_chip"], r["tokens_per_s_per_user"]])
+        if len(split):
+            p_chips = (split["prefill_gpus"] / split["prefill_workers"]).to_numpy(float)
+            d_chips = (split["decode_gpus"] / split["decode_workers"]).to_numpy(float)
+            r = serving.serve_disaggregated(
+                spec, device, split["concurrency"].to_numpy(float), drawn.isl_mean, drawn.osl_mean, p_chips, d_chips,
+                split["prefill_workers"].to_numpy(float), split["decode_workers"].to_numpy(float),
+                np.gcd(split["prefill_ep"].to_numpy(int), p_chips.astype(int)),
+                np.gcd(split["decode_ep"].to_numpy(int), d_chips.astype(int)),
+                split["prefill_dp_attention"].to_numpy(bool), split["decode_dp_attention"].to_numpy(bool),
+                drafts[~s], accepted[~s], assumptions)
+            out.loc[split.index, list(calibration.TARGETS)] = np.column_stack(
+                [r["total_tokens_per_s_per_chip"], r["tokens_per_s_per_user"]])
+    return out
+
+
+@settings(max_examples=15, deadline=None)
+@given(efficiencies=st.tuples(st.floats(0.2, 1.0), st.floats(0.1, 1.0)), latencies=st.tuples(
+    st.floats(0.0, 200.0), st.floats(0.0, 500.0)), accepted=st.floats(1.0, 4.0), rows=st.integers(1, len(TABLE)),
+    seed=st.integers(0, 1000))
+def test_predicting_a_chips_workloads_in_one_call_equals_one_call_per_workload(efficiencies, latencies, accepted, rows,
+                                                                                seed):
+    assumptions = roofline.Assumptions(bandwidth_efficiency=efficiencies[0], compute_efficiency=efficiencies[1],
+                                       layer_latency_us=latencies[0], collective_latency_us=latencies[1])
+    table = TABLE.sample(rows, random_state=seed)
+    pd.testing.assert_frame_equal(calibration.predict(table, assumptions, accepted),
+                                  _predict_as_it_was(table, assumptions, accepted), check_exact=True)

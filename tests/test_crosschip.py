@@ -296,3 +296,129 @@ def test_the_data_download_is_the_frontier_drawn_not_the_terms_shipped(site, sit
         assert visit.errors == [] and visit.off_origin == []
     finally:
         visit.close()
+
+
+# --- The fast paths against the code they replaced (kept here as the reference) --------------------
+
+def _bisect_one_step_at_a_time(f, low: float, high: float, steps: int = 200) -> float:
+    """inverse._bisect_log as it was: one point per step, every step taken."""
+    a, b = np.log(low), np.log(high)
+    for _ in range(steps):
+        mid = (a + b) / 2
+        a, b = (mid, b) if f(float(np.exp(mid))) < 0 else (a, mid)
+    return float(np.exp((a + b) / 2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(root=st.floats(-5.0, 45.0), scale=st.sampled_from([None, 1.0, 7.5, 1e3]), steps=st.integers(0, 250),
+       depth=st.integers(1, 8))
+def test_the_bisection_asks_several_steps_at_once_and_answers_as_one_step_at_a_time(root, scale, steps, depth):
+    # Increasing functions of x, smooth or in steps (as the gap's whole batches make it), with the
+    # crossing inside the bounds, at an end or outside them.
+    def f(x):
+        value = np.log(np.asarray(x, dtype=float))
+        return (value if scale is None else np.floor(value * scale) / scale) - root
+    expected = _bisect_one_step_at_a_time(lambda x: float(f(np.array([x]))[0]), 1.0, 1e18, steps)
+    assert inverse._bisect_log(f, 1.0, 1e18, steps, depth) == expected
+
+
+def _frontier_as_it_was(model, device, precision, power_basis, assumptions):
+    frame = crosschip.rows(model, device, precision, power_basis, assumptions)
+    best = frame[frame["efficient"]].drop_duplicates(["x", "y"])
+    return best.sort_values(["x", "y"], ascending=[False, False]).reset_index(drop=True)
+
+
+def _rows_as_they_were(model, device, precision, power_basis, assumptions):
+    grid = crosschip.terms(model, precision)
+    given_ = {**crosschip._fields(device, device.power_w, model_spec(model).with_precision(precision)),
+              **crosschip.parameters(assumptions, power_basis)}
+
+    def tree(formula, rows):  # each step by its own Expr.evaluate, as Formula.evaluate once did
+        env = {**given_, **{k: np.asarray(v) for k, v in rows.to_dict("series").items()}}
+        for name, expr in formula.steps:
+            env[name] = np.asarray(expr.evaluate(env), dtype=float)
+        return {name: env[name] for name, _ in formula.steps}
+
+    grid = grid[tree(crosschip.ADMISSION, grid)["valid"] > 0].reset_index(drop=True)
+    frame = grid[["chips", "ep", "dp_attention", "batch"]].assign(**tree(crosschip.FORMULA, grid))
+    frame["efficient"] = serving.pareto_efficient(frame["x"], frame["y"])
+    return frame
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setting=settings_, accelerator=st.sampled_from([c for c in known_chips() if chip(c).power_known]),
+       efficiency=st.floats(0.2, 1.0), reader=readers, use_reader=st.booleans())
+def test_rows_and_frontiers_on_arrays_equal_the_frames_they_replaced(setting, accelerator, efficiency, reader,
+                                                                      use_reader):
+    device = reader if use_reader else chip(accelerator)
+    assumptions = dataclasses.replace(DEFAULTS, layer_latency_us=setting["layer_us"], bandwidth_efficiency=efficiency)
+    args = (setting["model"], device, setting["precision"], setting["power_basis"], assumptions)
+    try:
+        expected = _rows_as_they_were(*args)
+    except ValueError:
+        return
+    if expected.empty:
+        with pytest.raises(ValueError, match="does not fit"):
+            crosschip.rows(*args)
+        return
+    pd.testing.assert_frame_equal(crosschip.rows(*args), expected, check_exact=True)
+    pd.testing.assert_frame_equal(crosschip.frontier(*args), _frontier_as_it_was(*args), check_exact=True)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), accelerator=st.sampled_from(["h100", "gb300", "mi355x", "b200"]),
+       multiples=st.lists(st.floats(0.5, 1000.0), min_size=1, max_size=6), target=st.floats(1.0, 3000.0))
+def test_many_bandwidths_read_at_once_are_each_chips_own_frontier_read_at_the_target(model, accelerator, multiples,
+                                                                                      target):
+    device = chip(accelerator)
+    try:
+        crosschip.frontier(model, device)
+    except ValueError:
+        return
+    bandwidths = [device.bandwidth_bytes_s * k for k in multiples]
+    one_by_one = [crosschip.best_at(crosschip.frontier(model, dataclasses.replace(device, bandwidth_bytes_s=b)),
+                                    target)[0] for b in bandwidths]
+    np.testing.assert_array_equal(crosschip._best_at_bandwidths(model, device, bandwidths, target), one_by_one)
+
+
+def _gap_conditions_as_they_were(model, baseline, target, gaps):
+    device = chip(baseline)
+
+    def best(multiple):
+        faster = dataclasses.replace(device, bandwidth_bytes_s=device.bandwidth_bytes_s * multiple)
+        value = crosschip.best_at(crosschip.frontier(model, faster), target)[0]
+        return float(value) if np.isfinite(value) else 0.0
+
+    base, rows = best(1.0), []
+    top = best(inverse.MULTIPLE_SEARCH[1]) / base
+    for gap in gaps:
+        multiple = (float("nan") if top < gap else _bisect_one_step_at_a_time(
+            lambda k: best(k) / base - gap, *inverse.MULTIPLE_SEARCH, steps=40) * (1 + 1e-9))
+        rows.append({"gap": float(gap), "bandwidth_multiple": multiple,
+                     "gap_reached": best(multiple) / base if np.isfinite(multiple) else float("nan"),
+                     "power_share": 1.0 / float(gap), "baseline_tps_per_kw": base, "most_from_bandwidth": top})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("baseline, target", [("gb300", 100.0), ("h100", 50.0), ("mi355x", 20.0)])
+def test_the_gap_conditions_are_the_one_point_at_a_time_search(baseline, target):
+    gaps = (1.3, 2.1, 4.1, 900.0)
+    pd.testing.assert_frame_equal(inverse.gap_conditions("deepseek-r1", baseline, target, gaps),
+                                  _gap_conditions_as_they_were("deepseek-r1", baseline, target, np.asarray(gaps)),
+                                  check_exact=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), accelerator=st.sampled_from([c for c in known_chips() if chip(c).power_known]),
+       power_basis=st.sampled_from(crosschip.POWER_BASES), bandwidth=st.one_of(st.none(), st.floats(1e11, 1e14)))
+def test_a_compiled_formula_computes_exactly_what_its_tree_computes(model, accelerator, power_basis, bandwidth):
+    terms = crosschip.terms(model).to_dict("series")
+    given_ = {**crosschip.chip_fields(accelerator, model), **crosschip.parameters(power_basis=power_basis)}
+    if bandwidth is not None:
+        given_["bandwidth"] = np.array([bandwidth, bandwidth * 2])[:, None]  # several chips at once, as the gap asks
+    for formula in (crosschip.ADMISSION, crosschip.FORMULA):
+        env = {**given_, **{k: np.asarray(v) for k, v in terms.items()}}
+        compiled = formula.evaluate(terms, given_)
+        for name, expr in formula.steps:
+            env[name] = np.asarray(expr.evaluate(env), dtype=float)
+            np.testing.assert_array_equal(compiled[name], env[name], strict=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -183,3 +184,65 @@ def test_the_kernel_figure_marks_amdahls_gain_at_the_chosen_share(share):
     curve = frame[frame["kind"] == "curve"]
     assert curve.groupby("end")["whole_gain"].is_monotonic_increasing.all()
     assert curve.groupby("end")["whole_gain"].max().to_dict() == pytest.approx({"low": low, "high": high})
+
+
+# --- The fast path against the code it replaced (kept here as the reference) ------------------------
+
+def _comparison_as_it_was(model, workload, target, price):
+    """disagg.comparison as it was: each pool's cheapest row by idxmin over a frame of phases, looked up
+    chip by chip and pair by pair."""
+    isl, osl = disagg.lengths(workload)
+
+    def per_chip_s(c):
+        return disagg.usd_per_hour(c) / 3600 + chip(c).power_w / disagg.JOULES_PER_KWH * price
+
+    def cheapest(c, seconds, keep):
+        frame = disagg.phases(model, c, workload)
+        frame = frame[keep(frame)]
+        return None if frame.empty else frame.loc[(frame[seconds] * per_chip_s(c)).idxmin()]
+
+    def single(c):
+        s = cheapest(c, "single_chip_s", lambda f: f["single_fits"] & (f["tpot_single_s"] <= 1 / target))
+        if s is None:
+            return dict.fromkeys(disagg.KEYS)
+        w, rent, prefill_s = chip(c).power_w, disagg.usd_per_hour(c), s["prefill_chip_s"]
+        cost = disagg.request_cost(prefill_s, s["single_chip_s"] - prefill_s, w, w, rent, rent, price)
+        return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(s["chips"]),
+                "decode_chips": float(s["chips"]), "decode_batch": float(s["batch"]),
+                "tpot_s": float(s["tpot_single_s"]), "ttft_s": float(s["ttft_single_s"]), "transfer_s": 0.0,
+                "prefill_share": float(prefill_s / s["single_chip_s"])}
+
+    def split(a, b):
+        p = cheapest(a, "prefill_chip_s", lambda f: f["prefill_fits"])
+        d = cheapest(b, "decode_chip_s", lambda f: f["decode_fits"] & (f["tpot_alone_s"] <= 1 / target))
+        if p is None or d is None:
+            return dict.fromkeys(disagg.KEYS)
+        cost = disagg.request_cost(p["prefill_chip_s"], d["decode_chip_s"], chip(a).power_w, chip(b).power_w,
+                                   disagg.usd_per_hour(a), disagg.usd_per_hour(b), price)
+        transfer = disagg.kv_transfer_s(model, a, b, isl)
+        return {**{k: float(v) for k, v in cost.items()}, "prefill_chips": float(p["chips"]),
+                "decode_chips": float(d["chips"]), "decode_batch": float(d["batch"]),
+                "tpot_s": float(d["tpot_alone_s"]), "ttft_s": float(p["prefill_wait_s"] + transfer),
+                "transfer_s": transfer,
+                "prefill_share": float(p["prefill_chip_s"] / (p["prefill_chip_s"] + d["decode_chip_s"]))}
+
+    chips = disagg.priced_chips()
+    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a, **single(a)} for a in chips]
+    rows += [{"kind": "split", "prefill_chip": a, "decode_chip": b, **split(a, b)} for a in chips for b in chips]
+    frame = pd.DataFrame(rows).dropna(subset=["usd"]).reset_index(drop=True)
+    single_usd = frame.loc[frame["kind"] == "single", "usd"]
+    frame["vs_best_single"] = frame["usd"] / (single_usd.min() if len(single_usd) else np.nan)
+    return frame, {(a, b): split(a, b) for a in chips for b in chips}, {a: single(a) for a in chips}
+
+
+@pytest.mark.parametrize("workload", ["8k/1k", "1k/8k", disagg.LONG])
+@pytest.mark.parametrize("target", [5.0, 50.0, 100.0])
+@pytest.mark.parametrize("price", [0.0, 0.08])
+def test_pools_priced_from_arrays_equal_the_frames_they_replaced(workload, target, price):
+    frame, pairs, singles = _comparison_as_it_was(M, workload, target, price)
+    pd.testing.assert_frame_equal(disagg.comparison(M, workload, target, price), frame, check_exact=True)
+    for (a, b), expected in pairs.items():
+        assert disagg.disaggregated(M, a, b, workload, target, price) == pytest.approx(expected, rel=0, abs=0,
+                                                                                      nan_ok=True)
+    for a, expected in singles.items():
+        assert disagg.single_pool(M, a, workload, target, price) == pytest.approx(expected, rel=0, abs=0, nan_ok=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -261,3 +264,76 @@ def test_serving_on_a_chip_of_unpublished_power_leaves_only_the_energy_unknown()
     # The per-watt arithmetic refuses the unknown by name rather than carry it on.
     with pytest.raises(ValueError, match="power_w"):
         metrics.tps_per_kw_at(1000.0, roofline.chip("trainium2").power_w)
+
+
+# --- The fast paths against the code they replaced (kept here as the reference) --------------------
+
+def _sweep_chip_as_it_was(spec, device, isl, osl, assumptions=roofline.DEFAULTS, batches=serving.BATCHES, drafts=0,
+                          tokens_per_pass=1.0):
+    grid = serving.layouts(spec, device).merge(
+        pd.DataFrame({"batch": serving.batch_list(batches).astype(int)}), how="cross")
+    point = serving.serve(spec, device, grid["batch"].to_numpy(float), isl, osl, assumptions,
+                          grid["chips"].to_numpy(float), grid["ep"].to_numpy(float),
+                          grid["dp_attention"].to_numpy(bool), drafts, tokens_per_pass)
+    frame = grid.assign(**{k: np.asarray(v) for k, v in point.items() if k != "chips"})
+    return frame[frame.pop("fits")].reset_index(drop=True)
+
+
+def _frontier_as_it_was(frame):
+    frame = frame.assign(efficient=serving.pareto_efficient(frame["output_tokens_per_s_per_chip"],
+                                                           frame["tokens_per_s_per_user"]))
+    best = frame[frame["efficient"]].drop_duplicates(["output_tokens_per_s_per_chip", "tokens_per_s_per_user"])
+    return frame, best.sort_values("tokens_per_s_per_user", ascending=False).reset_index(drop=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(MODELS + ("llama-3.1-8b", "llama-3.3-70b")), accelerator=st.sampled_from(specs.known_chips()),
+       precision=st.sampled_from(roofline.PRECISIONS), workload=st.sampled_from(["8k/1k", "1k/8k", "1k/1k"]),
+       efficiency=st.floats(0.2, 1.0), drafts=st.sampled_from([(0, 1.0), (3, 2.15)]),
+       batches=st.sampled_from([serving.BATCHES, (1, 3, 17, 64, 1000)]))
+def test_sweeps_and_frontiers_on_arrays_equal_the_frames_they_replaced(name, accelerator, precision, workload,
+                                                                       efficiency, drafts, batches):
+    drawn, assumptions = catalog.lengths(workload), roofline.Assumptions(bandwidth_efficiency=efficiency)
+    spec, device = roofline.model_spec(name).with_precision(precision), roofline.chip(accelerator)
+    args = (drawn.isl_mean, drawn.osl_mean, assumptions, batches, *drafts)
+    expected = _sweep_chip_as_it_was(spec, device, *args)
+    pd.testing.assert_frame_equal(serving.sweep_chip(spec, device, *args), expected, check_exact=True)
+    if expected.empty:
+        return
+    every, best = _frontier_as_it_was(expected)
+    pd.testing.assert_frame_equal(serving.sweep(name, accelerator, precision, *args), every, check_exact=True)
+    pd.testing.assert_frame_equal(serving.frontier(name, accelerator, precision, *args), best, check_exact=True)
+
+
+def _roofline_points_as_they_were(model, accelerator, batch, isl, osl, precision):
+    spec, device = roofline.model_spec(model).with_precision(precision), roofline.chip(accelerator)
+    bits = spec.expert_weight_bits
+    peak, ridge = device.peak_for_bits(bits), roofline.ridge_point(device, bits)
+    intensities = np.array([1.0, ridge, 1e5])
+    roof = pd.DataFrame({"series": "roof", "point": ["low", "ridge", "high"], "intensity": intensities,
+                         "tflops": np.minimum(peak, intensities * device.bandwidth_bytes_s) / roofline.TERA})
+    context = isl + osl / 2
+    flops = np.array([float(roofline.prefill_flops(spec, isl)), float(roofline.decode_flops(spec, batch, context))])
+    nbytes = np.array([float(roofline.prefill_bytes(spec, isl)), float(roofline.decode_bytes(spec, batch, context))])
+    intensity = roofline.arithmetic_intensity(flops, nbytes)
+    phases = pd.DataFrame({"series": "phase", "point": ["prefill", "decode"], "intensity": intensity,
+                           "tflops": np.minimum(peak, intensity * device.bandwidth_bytes_s) / roofline.TERA})
+    out = pd.concat([roof, phases], ignore_index=True)
+    out["bound"] = np.where(out["intensity"] >= ridge, "compute-bound", "memory-bound")
+    out["ridge"] = ridge
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(MODELS + ("llama-3.1-8b",)), accelerator=st.sampled_from(specs.known_chips()),
+       batch=st.integers(1, 100_000), isl=st.floats(1, 1e6), osl=st.floats(1, 1e6),
+       precision=st.sampled_from(roofline.PRECISIONS))
+def test_roofline_points_in_one_frame_equal_the_frames_they_replaced(name, accelerator, batch, isl, osl, precision):
+    args = (name, accelerator, batch, isl, osl, precision)
+    try:
+        expected = _roofline_points_as_they_were(*args)
+    except ValueError as error:  # a step's limit (bytes, say) passed: the same step refuses it, in the same words
+        with pytest.raises(ValueError, match=f"^{re.escape(str(error))}$"):
+            roofline.roofline_points(*args)
+        return
+    pd.testing.assert_frame_equal(roofline.roofline_points(*args), expected, check_exact=True)

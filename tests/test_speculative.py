@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -363,3 +364,27 @@ def test_mtp_figure_ships_the_comparison():
     assert measured == pytest.approx((table["tokens_per_s_per_user"] / 111).to_numpy())
     modelled = frame[frame["series"] == MTP_SERIES["profile"]]["speedup"].to_numpy()
     assert modelled == pytest.approx(table["modelled_speedup"].to_numpy())
+
+
+def _batch_frame_as_it_was(model, accelerator, alpha, gamma, c, context, batches, drafter, branches):
+    """batch_frame as it was: the frame's batches priced on their own, the crossover on its own sweep."""
+    batches = serving.batch_list(batches)
+    options = {"context": context, "drafter": drafter, "c": c, "branches": branches}
+    result = speculative.batch_speedup(model, accelerator, alpha, gamma, batches, **options)
+    frame = pd.DataFrame({"batch": np.asarray(batches, dtype=int), **{k: np.asarray(v) for k, v in result.items()}})
+    frame["energy_ratio"] = frame["speculative_j_per_token"] / frame["plain_j_per_token"]
+    frame["crossover_batch"] = speculative.crossover_batch(model, accelerator, alpha, gamma, **options)
+    return frame
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-3.3-70b", "gpt-oss-120b"]), alpha=st.floats(0.0, 0.95),
+       gamma=st.integers(0, 6), drafter=st.sampled_from([("cost", 0.1, 1), ("mtp", None, 1), ("llama-3.1-8b", None, 2)]),
+       context=st.sampled_from([128.0, 2048.0, 8704.0]),
+       batches=st.sampled_from([speculative.BATCHES, (1, 3, 4096), (2, 5000, 9000)]))
+def test_a_batch_frame_read_from_the_crossovers_sweep_equals_one_priced_on_its_own(model, alpha, gamma, drafter,
+                                                                                    context, batches):
+    name, c, branches = drafter
+    args = ("h100", alpha, gamma, c, context, batches, name, branches)
+    pd.testing.assert_frame_equal(speculative.batch_frame(model, *args), _batch_frame_as_it_was(model, *args),
+                                  check_exact=True)

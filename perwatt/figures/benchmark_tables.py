@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from perwatt import benchmark, catalog
+from perwatt import benchmark, catalog, data
 from perwatt.figures.kit import (VERDICT_COLOURS, colour, figure, framed, log_scale, points_with_labels, reference_line,
                                  tooltips)
 from perwatt.interactive import Control, InteractiveFigure
@@ -24,9 +24,20 @@ def _row_order(grid: pd.DataFrame) -> list[str]:
 def latency_audit_frame(osl_tokens: float) -> pd.DataFrame:
     """The audit of every table row at one (mean) output length, with the least time its output takes:
     one step per token, the first token's included."""
-    frame = _labelled(benchmark.latency_audit(benchmark.book_results(), osl_tokens))
-    frame["min_output_s"] = osl_tokens / frame["interactivity"]
-    return frame
+    table = _audit_table()  # what no output length changes, read once for the 81 lengths the slider offers
+    columns = {**table["wide"], **benchmark._audit_columns(table["wide"], osl_tokens), **table["labels"],
+               "min_output_s": osl_tokens / table["wide"]["interactivity"]}
+    return pd.DataFrame(columns, columns=pd.Index(list(columns), dtype=object))  # labels as the wide table's: objects
+
+
+@data.cached
+def _audit_table() -> dict:
+    """:func:`perwatt.benchmark.latency_audit`'s wide table of the book's results and the labels
+    :func:`_labelled` adds, as columns (read them, never write them: every caller shares them)."""
+    wide = catalog.wide(benchmark.book_results())
+    labelled = _labelled(wide)
+    return {"wide": {c: wide[c] for c in wide.columns},
+            "labels": {c: labelled[c] for c in ("model_label", "system_label", "row_label")}}
 
 
 def _draw_latency_audit(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from perwatt import calibration, catalog, serving
@@ -18,11 +19,13 @@ ROOFLINE_BATCHES = tuple(2 ** i for i in range(11))
 
 def roofline_frame(model: str, accelerator: str, batch: int) -> pd.DataFrame:
     """The roof of one chip and the two phases on it, labelled."""
-    frame = roofline_model.roofline_points(model, accelerator, batch)
-    isl = int(catalog.workload()["isl_tokens"])
-    frame["label"] = frame["point"].map({"prefill": f"prefill ({isl:,}-token prompt)",
-                                         "decode": f"decode (batch {batch})"})
-    return frame
+    workload = catalog.workload()  # the table's, which roofline_points takes by default: read once for both
+    columns = roofline_model._roofline_columns(model, accelerator, batch, float(workload["isl_tokens"]),
+                                               float(workload["osl_tokens"]))
+    isl = int(workload["isl_tokens"])
+    labels = {"prefill": f"prefill ({isl:,}-token prompt)", "decode": f"decode (batch {batch})"}
+    # roofline_points' frame with the labels Series.map would give, made in one go (363 settings).
+    return pd.DataFrame({**columns, "label": [labels.get(point, np.nan) for point in columns["point"]]})
 
 
 def _draw_roofline(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
@@ -58,11 +61,13 @@ def roofline() -> InteractiveFigure:
 def frontier_frame(model: str, accelerator: str, precision: str, workload: str) -> pd.DataFrame:
     """The frontier of one model on one chip: the layouts and batch sizes no other beats on both axes."""
     drawn = catalog.lengths(workload)
-    frame = serving.frontier(model, accelerator, precision, drawn.isl_mean, drawn.osl_mean)
-    attention = frame["dp_attention"].map({True: "DP", False: "TP"})
-    frame["layout"] = (frame["chips"].astype(int).astype(str) + " chips, EP" + frame["ep"].astype(int).astype(str)
-                       + ", " + attention + " attention")
-    return frame.drop(columns=["dp_attention", "efficient"])
+    # serving.frontier's columns, read before they become a frame: the grid asks for 120 of these.
+    columns = serving._frontier(model, accelerator, precision, drawn.isl_mean, drawn.osl_mean, serving.DEFAULTS,
+                                serving.BATCHES, 0, 1.0)
+    layout = [f"{int(c)} chips, EP{int(e)}, {'DP' if d else 'TP'} attention"
+              for c, e, d in zip(columns["chips"], columns["ep"], columns["dp_attention"])]
+    return pd.DataFrame({**{k: v for k, v in columns.items() if k not in ("dp_attention", "efficient")},
+                         "layout": layout})
 
 
 def _draw_frontier(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:

@@ -20,10 +20,10 @@ DIGITS = {"usd_per_million_tokens": 4, "usd_per_million_input": 3, "usd_per_mill
           "million_tokens_per_usd": 3}
 
 
-def _rounded(values: pd.Series, digits: int) -> pd.Series:
+def _rounded(values: pd.Series, digits: int) -> np.ndarray:
     v = values.to_numpy(float)
     scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(v))))
-    return pd.Series(np.round(v * scale) / scale, index=values.index)
+    return np.round(v * scale) / scale
 
 
 def costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float, lifetime_years: float,
@@ -31,8 +31,10 @@ def costs(basis: str, custom_usd_per_hour: float, price_usd_per_kwh: float, life
     """:func:`perwatt.cost.token_costs` at one setting, its costs to :data:`DIGITS` significant digits
     (tokens per dollar in millions, fewer characters per row)."""
     frame = cost.token_costs(basis, custom_usd_per_hour, price_usd_per_kwh, lifetime_years, overhead_usd_per_hour)
-    frame = frame.assign(million_tokens_per_usd=frame["tokens_per_usd"] / 1e6)
-    return frame[["system", "end", *DIGITS]].assign(**{c: _rounded(frame[c], d) for c, d in DIGITS.items()})
+    values = {**{c: frame[c] for c in DIGITS if c in frame}, "million_tokens_per_usd": frame["tokens_per_usd"] / 1e6}
+    # One frame from the columns' arrays (their dtypes kept, no indexes to align): 243 settings.
+    return pd.DataFrame({"system": frame["system"].array, "end": frame["end"].array,
+                         **{c: _rounded(values[c], d) for c, d in DIGITS.items()}})
 
 
 def _draw(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart:
