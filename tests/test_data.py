@@ -273,7 +273,8 @@ CACHE_ARGUMENTS = {"_profiles": ("gpt-oss-120b",), "_load_curve": (1,), "_model_
                    "_highs": (b"\0" * 8, b"\0" * 8, (1, 1), (0.0,), (1.0,), True),
                    "_price_per_chip_hour": ("gb200",), "_loop_grid": ("gpt-oss-120b", 5, True),
                    "_labels": ("models", "model"), "_workloads": (35.0,),
-                   "_kit": (35.0, 1.0, fleet_profiles.JalapenoAssumptions(), None)}
+                   "_kit": (35.0, 1.0, fleet_profiles.JalapenoAssumptions(), None),
+                   "_priced_points": ("deepseek-r1", ("gb200", "h100"))}
 
 
 def test_every_cached_function_is_registered_and_clear_cache_empties_them_all():
