@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import pandas as pd
 
-from perwatt import csvfile, rules, store
+from perwatt import csvfile, datadir, rules, store
 from perwatt.csvfile import DataError
 from perwatt.datadir import DEFAULT_DATA_DIR, ENVIRONMENT_VARIABLE, data_dir  # noqa: F401 (this module's API too)
 
@@ -138,7 +138,7 @@ def cached(function: F) -> F:
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        result = by_folder(str(data_dir().resolve()), *args, **kwargs)
+        result = by_folder(datadir.resolved(), *args, **kwargs)
         return result.copy() if isinstance(result, pd.DataFrame) else result
 
     _CACHES.append(by_folder)
@@ -154,7 +154,7 @@ def stored(function: F) -> F:
 
     @functools.wraps(function)
     def computed(*args, **kwargs):
-        return store.remembered(lambda: function(*args, **kwargs), str(data_dir().resolve()), name,
+        return store.remembered(lambda: function(*args, **kwargs), datadir.resolved(), name,
                                 (args, sorted(kwargs.items())))
 
     return cached(computed)

@@ -31,7 +31,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
-from perwatt import data, render, store
+from perwatt import datadir, render, store
 
 WidgetKind = Literal["slider", "radio", "select"]
 #: Significant digits of the numbers a static chart ships (see :func:`csv_data`).
@@ -183,6 +183,10 @@ class InteractiveFigure:
         if unknown:
             raise ValueError(f"figure {self.name!r} has no control(s) {sorted(unknown)}")
         full = {**self.defaults(), **setting}
+        return self._computed(full).assign(**full)
+
+    def _computed(self, full: dict[str, Any]) -> pd.DataFrame:
+        """The model's rows at a full setting, checked, without the controls' columns."""
         out = self.compute(**full)
         # A column named like a control must hold that control's value, or the filter would mislead.
         clashes = [name for name, value in full.items() if name in out.columns and not (out[name] == value).all()]
@@ -191,7 +195,7 @@ class InteractiveFigure:
         missing = [c for c in (*self.keys, *self.values) if c not in out]
         if missing:
             raise ValueError(f"figure {self.name!r}: model output lacks column(s) {missing}")
-        return out.assign(**full)
+        return out
 
     def settings(self) -> Iterator[dict[str, Any]]:
         """Every point of the controls' grid."""
@@ -204,13 +208,19 @@ class InteractiveFigure:
         """The model evaluated at every grid point, one block of rows per setting (kept in the
         store, :mod:`perwatt.store`, when it is on and the model is a function of the package)."""
         def evaluate() -> pd.DataFrame:
-            return pd.concat([self.frame(**s) for s in self.settings()], ignore_index=True)
+            settings = list(self.settings())
+            blocks = [self._computed(s) for s in settings]
+            # The controls' columns added once to the whole grid, as frame() adds them to each block
+            # (a column at a time per block was a fifth of a chapter's figure time).
+            sizes = [len(b) for b in blocks]
+            grid = pd.concat(blocks, ignore_index=True)
+            return grid.assign(**{c.name: _repeated([s[c.name] for s in settings], sizes) for c in self.controls})
 
         module, name = getattr(self.compute, "__module__", None) or "", getattr(self.compute, "__qualname__", "<")
         if not module.startswith("perwatt.") or "<" in name:  # a reader's own or a closure: its code is not fingerprinted
             return evaluate()
         asked = (self.name, [(c.name, tuple(c.options)) for c in self.controls])
-        return store.remembered(evaluate, str(data.data_dir().resolve()), f"{module}.{name} (grid)", asked)
+        return store.remembered(evaluate, datadir.resolved(), f"{module}.{name} (grid)", asked)
 
     def _usermeta(self, with_table: bool) -> dict:
         meta = {"figure": self.name, "keys": list(self.keys), "values": list(self.values),
@@ -251,6 +261,12 @@ class InteractiveFigure:
         controls recompute it in the browser), the live panel in a kernel (they recompute it
         through Python). Never both, and never a control that does nothing."""
         return self.chart() if render.is_static() else FigurePanel(self)
+
+
+def _repeated(values: list, sizes: list[int]) -> pd.Series:
+    """Each value repeated as many times as its block has rows, typed as one value assigned alone is."""
+    typed = pd.Series(values)
+    return pd.Series(np.repeat(typed.to_numpy(), sizes), dtype=typed.dtype)
 
 
 def csv_data(frame: pd.DataFrame) -> alt.InlineData:
