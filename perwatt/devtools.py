@@ -38,11 +38,11 @@ def build(out: Path | None = None, *extra: str, timeout: float = 1200) -> subpro
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def toc_files() -> list[str]:
-    """Every file in _toc.yml, in reading order (without the .md)."""
+def toc_files(root: Path = REPO) -> list[str]:
+    """Every file in the book's _toc.yml, in reading order (without the .md)."""
     import yaml
 
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     return [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part["chapters"]]
 
 
@@ -50,9 +50,9 @@ def front_matter(text: str) -> str:
     return text.split("---", 2)[1] if text.startswith("---") else ""
 
 
-def chapter_files() -> list[Path]:
+def chapter_files(root: Path = REPO) -> list[Path]:
     """The executable chapters (those with a kernelspec), in reading order."""
-    paths = [REPO / f"{f}.md" for f in toc_files()]
+    paths = [root / f"{f}.md" for f in toc_files(root)]
     return [p for p in paths if "kernelspec:" in front_matter(p.read_text(encoding="utf-8"))]
 
 

@@ -1,11 +1,16 @@
-"""Executing the book's chapters side by side before Sphinx reads them.
+"""Executing the book's chapters on kernels that start early, while Sphinx goes on with its own work.
 
 myst-nb executes each notebook while Sphinx reads it, one after another, each in a kernel of its
-own, so a clean build keeps one core busy and pays, for every chapter, a kernel's start and the
-imports and data checks every chapter begins with. :func:`execute_side_by_side` (connected by
-:mod:`perwatt.sphinxext` to ``env-before-read-docs``) runs the notebooks jupyter-cache lacks first,
-on as many kernels as there are cores, each kernel running one notebook after another, and caches
-them exactly as myst-nb would.
+own: a clean build keeps one core busy, and pays for every chapter a kernel's start and the
+imports and data checks every chapter begins with. Here (hooks connected by :mod:`perwatt.sphinxext`):
+
+* on a clean build, or after the model changed, as many kernels as there are cores start as soon
+  as the configuration is read, and import the package and load its data while Sphinx sets up
+  (:func:`start_early`);
+* once myst-nb's settings exist, the notebooks jupyter-cache lacks go to those kernels, the
+  longest first (:func:`submit_stale`); each kernel runs one notebook after another;
+* Sphinx reads every other page first, then each notebook as its kernel finishes it, caching it
+  exactly as myst-nb would just before myst-nb looks it up (:func:`reorder`, :func:`collect`).
 
 A kernel that has run one chapter starts the next as a fresh kernel would: an empty namespace, the
 execution count back at 1, the chapters' folder as its working folder. What it keeps is what a
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sphinx.application import Sphinx
+
+from perwatt import devtools
 
 
 def stale_notebooks(env, docnames: list[str]) -> list[tuple[Path, object, dict | None]]:
@@ -63,36 +70,83 @@ class Executed:
     error: str | None
 
 
-def run_notebooks(stale: list[tuple[Path, object, dict | None]], kernels: int, timeout: int | None,
-                  allow_errors: bool) -> list[Executed]:
-    """Execute each notebook on one of ``kernels`` kernels (each taking the next notebook left, in
-    the order given), every notebook starting as in a fresh kernel; in the order given."""
-    import queue
-    from concurrent.futures import ThreadPoolExecutor
+#: What a kernel does while Sphinx sets up: the imports and data loading every chapter begins with.
+WARM_UP = ("import perwatt.figures, perwatt.tables, perwatt.exercises, perwatt.exercises_agents\n"
+           "from perwatt import data\n"
+           "data.validate_all()")
 
-    todo: queue.Queue = queue.Queue()
-    for position, item in enumerate(stale):
-        todo.put((position, item))
-    done: dict[int, Executed] = {}
 
-    def work() -> None:
+class KernelPool:
+    """Kernels that execute notebooks in the background, each one after another (see the module
+    docstring). :meth:`submit` queues a notebook, :meth:`result` waits for it, :meth:`close` lets
+    the kernels finish what is queued and shuts them down."""
+
+    def __init__(self, kernels: int, cwd: Path, timeout: int | None, allow_errors: bool) -> None:
+        import queue
+        import threading
+
+        self.timeout, self.allow_errors = timeout, allow_errors
+        self._jobs: queue.Queue = queue.Queue()
+        self._done: dict[Path, Executed] = {}
+        self._ready: dict[Path, threading.Event] = {}
+        self.order: list[Path] = []
         # Threads suffice: the work is in the kernels, each its own process.
+        self._threads = [threading.Thread(target=self._work, args=(cwd,), daemon=True) for _ in range(kernels)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, path: Path, notebook, read_fmt: dict | None) -> None:
+        import threading
+
+        self._ready[path] = threading.Event()
+        self.order.append(path)
+        self._jobs.put((path, notebook, read_fmt))
+
+    def pending(self, path: Path) -> bool:
+        return path in self._ready
+
+    def result(self, path: Path) -> Executed:
+        self._ready[path].wait()
+        return self._done[path]
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+
+    def _work(self, cwd: Path) -> None:
         owner = None
         try:
-            while True:
+            owner = _warm_up(cwd, self.timeout)
+            while (job := self._jobs.get()) is not None:
+                path = job[0]
                 try:
-                    position, (path, notebook, read_fmt) = todo.get_nowait()
-                except queue.Empty:
-                    return
-                owner, done[position] = _run_one(owner, path, notebook, read_fmt, timeout, allow_errors)
+                    owner, self._done[path] = _run_one(owner, *job, self.timeout, self.allow_errors)
+                finally:
+                    self._ready[path].set()
         finally:
             if owner is not None:
                 owner._cleanup_kernel()
 
-    with ThreadPoolExecutor(kernels) as pool:
-        for future in [pool.submit(work) for _ in range(kernels)]:
-            future.result()
-    return [done[i] for i in range(len(stale))]
+
+def _warm_up(cwd: Path, timeout: int | None):
+    """A kernel that has run :data:`WARM_UP` (None if it could not start; the first notebook then
+    starts one). A warm-up that fails leaves nothing a chapter can see: its namespace is cleared."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    from nbformat import v4
+
+    client = NotebookClient(v4.new_notebook(cells=[v4.new_code_cell(WARM_UP)]), timeout=timeout, record_timing=False,
+                            kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    try:
+        client.execute(cleanup_kc=False)
+    except (CellExecutionError, CellTimeoutError):
+        pass  # bad data, say: the build's own check reports it
+    except Exception:  # noqa: BLE001 - no kernel: the first notebook starts its own and reports why
+        client._cleanup_kernel()
+        return None
+    return client
 
 
 def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_errors: bool):
@@ -107,6 +161,7 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
                # No timestamps in the cells: two builds of one source must write the same notebooks.
                "record_timing": False, "resources": {"metadata": {"path": str(path.parent)}}}
     start = time.perf_counter()
+    client = None
     try:
         if owner is not None:
             fresh = v4.new_notebook(cells=[v4.new_code_cell(_FRESH.format(cwd=str(path.parent)))])
@@ -117,39 +172,85 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
         return owner or client, Executed(path, notebook, read_fmt, time.perf_counter() - start, None)
     except (CellExecutionError, CellTimeoutError) as err:
         return owner or client, Executed(path, notebook, read_fmt, time.perf_counter() - start, str(err))
-    except (DeadKernelError, RuntimeError) as err:
-        # The kernel is gone or wedged: the next notebook gets a new one.
-        if owner is not None:
-            owner._cleanup_kernel()
+    except Exception as err:  # noqa: BLE001 - a dead or wedged kernel: the next notebook gets a new one
+        for gone in (owner, client):
+            if gone is not None:
+                gone._cleanup_kernel()
         return None, Executed(path, notebook, read_fmt, time.perf_counter() - start, f"{type(err).__name__}: {err}")
 
 
-def execute_side_by_side(app: Sphinx, env, docnames: list[str]) -> None:
-    """Execute the notebooks about to be read that jupyter-cache lacks, before Sphinx reads them,
-    on one kernel per core (see the module docstring), and cache them as myst-nb would; reading then
-    finds every one cached. A notebook that fails here is left uncached, and myst-nb runs it again
-    and reports its error."""
-    config = env.mystnb_config
-    if config.execution_mode != "cache":
+# --- The build's hooks ------------------------------------------------------------------------
+
+def _kernels(count: int) -> int:
+    return max(1, min(count, os.cpu_count() or 1))
+
+
+def start_early(app: Sphinx, every_notebook_is_stale: bool) -> None:
+    """At config-inited: where no chapter's outputs can be reused (a clean build, a changed model),
+    start the kernels now, so that they import and load while Sphinx sets up."""
+    if every_notebook_is_stale and app.config.nb_execution_mode == "cache":
+        chapters = devtools.chapter_files(Path(app.srcdir))
+        app.perwatt_pool = KernelPool(_kernels(len(chapters)), Path(app.srcdir), app.config.nb_execution_timeout,
+                                      app.config.nb_execution_allow_errors)
+
+
+def submit_stale(app: Sphinx) -> None:
+    """At builder-inited, once myst-nb's settings exist: every notebook jupyter-cache lacks goes to
+    the kernels, the longest first, so that no long one starts last while the others sit idle."""
+    from sphinx.util import logging
+
+    pool = getattr(app, "perwatt_pool", None)
+    config = app.env.mystnb_config
+    stale = [] if config.execution_mode != "cache" else stale_notebooks(
+        app.env, sorted(app.env.project.discover(app.config.exclude_patterns, app.config.include_patterns)))
+    if not stale:
+        if pool is not None:
+            pool.close()
+            app.perwatt_pool = None
+        return
+    if pool is None:
+        pool = app.perwatt_pool = KernelPool(_kernels(len(stale)), Path(app.srcdir), config.execution_timeout,
+                                             config.execution_allow_errors)
+    stale.sort(key=lambda item: -sum(len(c.source) for c in item[1].cells if c.cell_type == "code"))
+    for item in stale:
+        pool.submit(*item)
+    logging.getLogger(__name__).info(f"perwatt: executing {len(stale)} notebooks on {len(pool._threads)} kernel(s)")
+
+
+def reorder(app: Sphinx, env, docnames: list[str]) -> None:
+    """At env-before-read-docs: every page that waits for no kernel first, then the notebooks in the
+    order the kernels take them up."""
+    pool = getattr(app, "perwatt_pool", None)
+    if pool is None:
+        return
+    rank = {path: i for i, path in enumerate(pool.order)}
+    docnames.sort(key=lambda d: rank.get(Path(env.doc2path(d)), -1))
+
+
+def collect(app: Sphinx, docname: str, source: list[str]) -> None:
+    """At source-read: a notebook on its way from a kernel is waited for and cached as myst-nb would
+    (then myst-nb finds it). One that failed is left uncached: myst-nb runs it again and reports its error."""
+    pool = getattr(app, "perwatt_pool", None)
+    path = Path(app.env.doc2path(docname))
+    if pool is None or not pool.pending(path):
         return
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
     from sphinx.util import logging
 
-    stale = stale_notebooks(env, docnames)
-    if not stale:
+    result = pool.result(path)
+    if result.error is not None:
         return
-    kernels = min(len(stale), os.cpu_count() or 1)
-    # The longest first, so that no long notebook starts last while the other kernels sit idle.
-    stale.sort(key=lambda item: -sum(len(c.source) for c in item[1].cells if c.cell_type == "code"))
-    logger = logging.getLogger(__name__)
-    logger.info(f"perwatt: executing {len(stale)} notebooks on {kernels} kernel(s)")
-    results = run_notebooks(stale, kernels, config.execution_timeout, config.execution_allow_errors)
-    cache = get_cache(config.execution_cache_path or ".jupyter_cache")
-    for result in results:
-        if result.error is not None:
-            continue
-        record = cache.add_nb_to_project(str(result.path), **({"read_data": result.read_fmt} if result.read_fmt else {}))
-        cache.cache_notebook_bundle(CacheBundleIn(result.notebook, record.uri, data={"execution_seconds": result.seconds}),
-                                    check_validity=False, overwrite=True)
-        logger.info(f"perwatt: executed {result.path.name} in {result.seconds:.2f} seconds")
+    cache = get_cache(app.env.mystnb_config.execution_cache_path or ".jupyter_cache")
+    record = cache.add_nb_to_project(str(result.path), **({"read_data": result.read_fmt} if result.read_fmt else {}))
+    cache.cache_notebook_bundle(CacheBundleIn(result.notebook, record.uri, data={"execution_seconds": result.seconds}),
+                                check_validity=False, overwrite=True)
+    logging.getLogger(__name__).info(f"perwatt: executed {result.path.name} in {result.seconds:.2f} seconds")
+
+
+def close(app: Sphinx, *_args) -> None:
+    """After reading (or when the build stops): the kernels are shut down."""
+    pool = getattr(app, "perwatt_pool", None)
+    if pool is not None:
+        app.perwatt_pool = None
+        pool.close()

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, upstream
+from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, store, upstream
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -144,12 +144,26 @@ def _check_data(app: Sphinx) -> None:
 
 def _config_inited(app: Sphinx, config) -> None:
     _point_kernels_at_the_books_data(app)
+    os.environ[render.MODE_VARIABLE] = "static"
     stamp, fingerprint = _model_stamp(app, config), model_fingerprint()
+    unchanged = stamp.exists() and stamp.read_text() == fingerprint
+    # The kernels share what each computes slowly (perwatt.store), in a store kept with the execution
+    # cache and emptied with it; a store the caller named (the test run's) is used as it is.
+    if store.VARIABLE not in os.environ:
+        build_store = stamp.parent.with_name("perwatt-store")
+        if not unchanged and build_store.exists():
+            shutil.rmtree(build_store)
+        os.environ[store.VARIABLE] = str(build_store)
+    # Nothing cached can be used: the kernels start now, while the rest of the build sets up.
+    execution.start_early(app, every_notebook_is_stale=not unchanged)
     # The stamp is written only after the data validated, and it fingerprints the data and the
     # code that validates it: if it is unchanged, this data passed this check already.
-    if not stamp.exists() or stamp.read_text() != fingerprint:
-        _check_data(app)
-    os.environ[render.MODE_VARIABLE] = "static"
+    if not unchanged:
+        try:
+            _check_data(app)
+        except Exception:
+            execution.close(app)
+            raise
     _invalidate_stale_cache(app, config, fingerprint)
     generated = Path(app.doctreedir) / "perwatt-static"
     app.perwatt_vega_bundle = write_vega_bundle(generated).name
@@ -301,7 +315,11 @@ def setup(app: Sphinx) -> dict:
     upstream.connect(app)
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
-    app.connect("env-before-read-docs", execution.execute_side_by_side)
+    app.connect("builder-inited", execution.submit_stale, priority=900)  # after myst-nb's settings exist
+    app.connect("env-before-read-docs", execution.reorder)
+    app.connect("source-read", execution.collect)
+    app.connect("env-updated", execution.close)
+    app.connect("build-finished", execution.close, priority=100)  # when a build stops early too
     app.connect("doctree-read", _pack_chart_specs)
     app.connect("html-page-context", _add_chart_scripts)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
