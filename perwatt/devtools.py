@@ -101,6 +101,31 @@ def find_chromium() -> str | None:
     return None
 
 
+def kernel_options() -> dict:
+    """NotebookClient options for the kernels the build and the tests start: Unix sockets where
+    there are any, each kernel's at its own absolute path, so that kernels starting at once (two
+    builds and the handouts in one test run) never race for a TCP port (jupyter_client picks a
+    free one, frees it and lets the kernel bind it), and no kernel warns that its TCP traffic is
+    unencrypted."""
+    if os.name != "posix":
+        return {}
+    import tempfile
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class SocketFileKernelManager(AsyncKernelManager):
+        transport = "ipc"
+
+        @default("ip")
+        def _socket_files(self) -> str:
+            # jupyter_client's own default is a path relative to the working folder, shared by every kernel there.
+            return os.path.join(tempfile.gettempdir(), f"perwatt-kernel-{uuid.uuid4().hex}")
+
+    return {"kernel_manager_class": SocketFileKernelManager}
+
+
 def run_chapter(name: str, timeout: float = 300) -> tuple[float, str | None]:
     """Execute one chapter, as the build would, in a fresh kernel: (seconds, first error or None)."""
     import jupytext
@@ -115,7 +140,7 @@ def run_chapter(name: str, timeout: float = 300) -> tuple[float, str | None]:
     os.environ["PERWATT_RENDER"] = "static"  # as the build renders charts
     start = time.perf_counter()
     try:
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3", **kernel_options(),
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     except CellExecutionError as err:
         return time.perf_counter() - start, str(err).strip().splitlines()[-1]

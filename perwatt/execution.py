@@ -126,8 +126,7 @@ class KernelPool:
                 finally:
                     self._ready[path].set()
         finally:
-            if owner is not None:
-                owner._cleanup_kernel()
+            _shut_down(owner)
 
 
 def _warm_up(cwd: Path, timeout: int | None):
@@ -138,15 +137,22 @@ def _warm_up(cwd: Path, timeout: int | None):
     from nbformat import v4
 
     client = NotebookClient(v4.new_notebook(cells=[v4.new_code_cell(WARM_UP)]), timeout=timeout, record_timing=False,
-                            kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+                            kernel_name="python3", **devtools.kernel_options(),
+                            resources={"metadata": {"path": str(cwd)}})
     try:
         client.execute(cleanup_kc=False)
     except (CellExecutionError, CellTimeoutError):
         pass  # bad data, say: the build's own check reports it
     except Exception:  # noqa: BLE001 - no kernel: the first notebook starts its own and reports why
-        client._cleanup_kernel()
+        _shut_down(client)
         return None
     return client
+
+
+def _shut_down(client) -> None:
+    """Stop a client's kernel, if it has one (one that never started has nothing to stop)."""
+    if client is not None and client.km is not None:
+        client._cleanup_kernel()
 
 
 def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_errors: bool):
@@ -159,7 +165,8 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
     settings = notebook.metadata.get("execution", {})  # a notebook may set its own, as myst-nb allows
     options = {"timeout": settings.get("timeout", timeout), "allow_errors": settings.get("allow_errors", allow_errors),
                # No timestamps in the cells: two builds of one source must write the same notebooks.
-               "record_timing": False, "resources": {"metadata": {"path": str(path.parent)}}}
+               "record_timing": False, **devtools.kernel_options(),
+               "resources": {"metadata": {"path": str(path.parent)}}}
     start = time.perf_counter()
     client = None
     try:
@@ -174,8 +181,7 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
         return owner or client, Executed(path, notebook, read_fmt, time.perf_counter() - start, str(err))
     except Exception as err:  # noqa: BLE001 - a dead or wedged kernel: the next notebook gets a new one
         for gone in (owner, client):
-            if gone is not None:
-                gone._cleanup_kernel()
+            _shut_down(gone)
         return None, Executed(path, notebook, read_fmt, time.perf_counter() - start, f"{type(err).__name__}: {err}")
 
 

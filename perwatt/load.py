@@ -199,7 +199,7 @@ def load_curve(max_batch: int, rates, *, isl: float | None = None, osl: int = LO
     """Throughput, p50/p99 latency and the busy fraction across arrival rates for one instance of
     :data:`LOAD_MODEL` on the fewest :data:`LOAD_ACCELERATOR` chips that hold it and ``max_batch``
     caches, tensor parallel (see the module docstring for how its passes are priced)."""
-    rates = checks.array("rates", rates, exclusive_minimum=0.0, maximum=checks.MAX_RATE)
+    rates = checks.array("rates", rates, minimum=checks.MIN_RATE, maximum=checks.MAX_RATE)
     if rates.ndim != 1 or not 0 < len(rates) <= 1000:
         raise ValueError(f"rates must be a list of 1 to 1,000 arrival rates, got {rates!r}")
     isl = float(catalog.workload()["isl_tokens"]) if isl is None else isl

@@ -151,7 +151,7 @@ def test_without_a_built_book_the_error_says_to_build(tmp_path):
 def _run(path: Path) -> list[str]:
     """One handout in a fresh kernel started in its own folder: the errors its cells printed."""
     notebook = _read(path)
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
+    NotebookClient(notebook, timeout=300, kernel_name="python3", **devtools.kernel_options(),
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return [f"{o.ename}: {o.evalue}" for c in notebook.cells if c.cell_type == "code" for o in c.outputs
             if o.output_type == "error"]

@@ -28,7 +28,7 @@ STUDENT = REPO / doctor.STUDENT
 #: tools, the handout writer and the host's command line that calls them. `python -m perwatt doctor`
 #: goes straight to perwatt.doctor (perwatt/__main__.py).
 HOST_ONLY = {"perwatt.sphinxext", "perwatt.mathml", "perwatt.devtools", "perwatt.handouts", "perwatt.workshop", "perwatt.hub",
-            "perwatt.iconfont", "perwatt.cssprune"}
+            "perwatt.iconfont", "perwatt.cssprune", "perwatt.execution", "perwatt.upstream"}
 
 
 def canonical(name: str) -> str:

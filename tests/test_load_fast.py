@@ -156,3 +156,11 @@ def test_event_loop_equals_the_old_loop_on_the_chapters_instance(max_batch, rate
     _same_run(case)
     assert reference_simulate(**case) == {k: v for k, v in curve.iloc[0].items()
                                           if k not in ("max_batch", "chips", "rated_power_w")}
+
+
+@pytest.mark.parametrize("rate", [8.59e-282, 0.0, 0.5 * 1e-6])
+def test_a_rate_too_small_to_simulate_is_refused_by_name(rate):
+    # The full fuzz tier found 8.6e-282 accepted by load_curve's own check and refused only by the
+    # simulator, as "arrival_rate", which the caller never passed.
+    with pytest.raises(ValueError, match=r"^rates must be at least 1e-06"):
+        load.load_curve(4, [1.0, rate], requests=20)
