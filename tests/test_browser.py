@@ -1,6 +1,6 @@
 """The built site in a real Chromium, served on 127.0.0.1 with every other host cut off.
 
-Every page: no page errors, no console errors, no request to another origin, every chart
+Every page (visited once per run, page by page, by whichever worker asks first): no page errors, no console errors, no request to another origin, every chart
 drawn. Every bound control on every chart: move the real input element the way a reader
 would (keyboard on sliders, clicks on radios, choices in dropdowns), then check that the
 data behind the chart's marks changed and equals the Python model at that setting.
@@ -17,7 +17,7 @@ import pytest
 from conftest import once_per_run
 from tolerances import SHIPPED_RTOL
 
-from perwatt import figures
+from perwatt import devtools, figures
 from perwatt.interactive import SLIDER_MIN_TRACK_EM, Control, InteractiveFigure
 
 pytestmark = pytest.mark.browser
@@ -152,13 +152,21 @@ def _glyph_problems(glyphs: list[dict]) -> list[dict]:
             if g["ink"] <= 0 or not g.get("drawn") or not all(f.startswith("Font Awesome") for f in g["drawn"])]
 
 
-def _tour(site: Path, site_url: str, browser) -> dict:
-    """Every reader page, opened once, with what each per-page check reads: errors, requests to
+#: Every reader page, known before the book is built: one per entry of _toc.yml, the root's redirect,
+#: and Sphinx's own index and search pages (test_every_reader_page_is_checked holds the built site to this list).
+PAGES = [f"{name}.html" for name in devtools.toc_files()] + ["index.html", "genindex.html", "search.html"]
+#: The pages that draw a chart: those whose source shows a figure (test_every_chart_page_is_known
+#: holds the built site to this list).
+CHART_PAGES = [f"{name}.html" for name in devtools.toc_files()
+               if re.search(r"^figures\.\w+\(.*\)\.show\(\)", (devtools.REPO / f"{name}.md").read_text(encoding="utf-8"), re.M)]
+
+
+def _visit_once(site_url: str, browser, path: str) -> dict:
+    """One reader page, opened once, with what each per-page check reads: errors, requests to
     other hosts or for a math library or icon script, the charts and formulas as drawn, every icon
     glyph and the font it was drawn in, and last (it opens every box first) what axe finds."""
-    visits = {}
-    for path in reader_pages(site):
-        visit = PageVisit(browser, site_url, path)
+    visit = PageVisit(browser, site_url, path)
+    try:
         charts = visit.page.evaluate(
             "() => Array.from(document.querySelectorAll('.perwatt-chart'), (c) => "
             "({id: c.id, figure: c.dataset.figure, rendered: c.dataset.rendered, "
@@ -171,45 +179,67 @@ def _tour(site: Path, site_url: str, browser) -> dict:
                                        "{ const r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; })")
         mathjax = visit.page.evaluate("() => [typeof window.MathJax, document.querySelectorAll('mjx-container').length]")
         glyphs = rendered_glyphs(visit.page)
-        visits[path] = {"errors": list(visit.errors), "off_origin": list(visit.off_origin),
-                        "requested": list(visit.requested), "charts": charts, "formulas": formulas,
-                        "mathjax": mathjax, "glyphs": glyphs,
-                        # The redirect page is checked with axe on its own (test_the_root_page_...).
-                        "axe": None if path == "index.html" else _violations_with_every_box_open(visit.page)}
+        return {"errors": list(visit.errors), "off_origin": list(visit.off_origin),
+                "requested": list(visit.requested), "charts": charts, "formulas": formulas,
+                "mathjax": mathjax, "glyphs": glyphs,
+                # The redirect page is checked with axe on its own (test_the_root_page_...).
+                "axe": None if path == "index.html" else _violations_with_every_box_open(visit.page)}
+    finally:
         visit.close()
-    return visits
 
 
 @pytest.fixture(scope="session")
-def pages_checked(site, request, tmp_path_factory):
-    """Every reader page, visited once per run, by whichever worker asks first."""
-    return once_per_run(tmp_path_factory, "pages-checked", lambda _: _tour(
-        site, request.getfixturevalue("site_url"), request.getfixturevalue("browser")))
+def page_checked(site, request, tmp_path_factory):
+    """``page_checked(path)``: that page's visit (_visit_once), made once per run by whichever worker
+    asks first. The per-page tests below ask page by page, so that the workers share the visits."""
+    def checked(path: str) -> dict:
+        return once_per_run(tmp_path_factory, "page-" + re.sub(r"\W", "-", path), lambda _: _visit_once(
+            request.getfixturevalue("site_url"), request.getfixturevalue("browser"), path))
+    return checked
 
 
-def test_every_reader_page_was_visited(pages_checked):
-    assert {"index.html", "chapters/intro.html", "chapters/per-watt.html", "search.html"} <= set(pages_checked)
+@pytest.fixture(scope="session")
+def pages_checked(site, page_checked):
+    """Every reader page's visit, by path."""
+    return {path: page_checked(path) for path in reader_pages(site)}
 
 
-def test_no_page_or_console_errors(pages_checked):
-    assert {p: v["errors"] for p, v in pages_checked.items() if v["errors"]} == {}
+def test_every_reader_page_is_checked(site):
+    assert reader_pages(site) == sorted(PAGES)
 
 
-def test_no_request_leaves_the_site(pages_checked):
-    assert {p: v["off_origin"] for p, v in pages_checked.items() if v["off_origin"]} == {}
+def test_every_chart_page_is_known(site):
+    drawn = [p for p in PAGES if 'class="perwatt-chart"' in (site / p).read_text(encoding="utf-8")]
+    assert drawn == CHART_PAGES and len(CHART_PAGES) >= 5
 
 
-def test_every_chart_is_drawn(pages_checked):
-    charts = [c | {"page": p} for p, v in pages_checked.items() for c in v["charts"]]
-    assert len(charts) >= 2
+@pytest.mark.parametrize("path", PAGES)
+def test_no_page_or_console_errors(page_checked, path):
+    assert page_checked(path)["errors"] == []
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_request_leaves_the_site(page_checked, path):
+    assert page_checked(path)["off_origin"] == []
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_chart_is_drawn(site, page_checked, path):
+    charts = page_checked(path)["charts"]
+    # As many as the page holds, each drawn: none on a page whose source shows no figure.
+    assert len(charts) == (site / path).read_text(encoding="utf-8").count('class="perwatt-chart"')
+    assert bool(charts) == (path in CHART_PAGES)
     assert [c for c in charts if c["rendered"] != "true" or not c["svg"]] == []
     # A label reading "NaN" means the chart lost a column its expressions need.
     assert [c for c in charts if c["nan"]] == []
 
 
-def test_math_is_typeset_offline(pages_checked):
-    assert len(pages_checked["chapters/per-watt.html"]["formulas"]) >= 4
-    assert {p: v["formulas"].count(False) for p, v in pages_checked.items() if False in v["formulas"]} == {}
+@pytest.mark.parametrize("path", PAGES)
+def test_math_is_typeset_offline(page_checked, path):
+    formulas = page_checked(path)["formulas"]
+    assert formulas.count(False) == 0
+    if path == "chapters/per-watt.html":
+        assert len(formulas) >= 4
 
 
 def _targets(control: Control) -> list:
@@ -298,13 +328,12 @@ def _assert_matches_model(frames: list[pd.DataFrame], figure: InteractiveFigure,
     assert shown == set(expected.index), f"{figure.name} at {setting}: model rows not drawn: {set(expected.index) - shown}"
 
 
-def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser, pages_checked):
+@pytest.mark.parametrize("path", CHART_PAGES)
+def test_every_control_recomputes_its_chart_to_the_model(site_url, browser, page_checked, path):
     moved = 0
-    for path, visit_info in pages_checked.items():
-        # Figures the page recomputes from terms are checked against the model in test_crosschip.py.
-        charts = [c for c in visit_info["charts"] if c["figure"] and c["figure"] not in COMPUTED]
-        if not charts:
-            continue
+    # Figures the page recomputes from terms are checked against the model in test_crosschip.py.
+    charts = [c for c in page_checked(path)["charts"] if c["figure"] and c["figure"] not in COMPUTED]
+    if charts:
         visit = PageVisit(browser, site_url, path)
         page = visit.page
         try:
@@ -330,7 +359,8 @@ def test_every_control_recomputes_its_chart_to_the_model(site, site_url, browser
             assert visit.errors == [] and visit.off_origin == []
         finally:
             visit.close()
-    assert moved >= 10
+    # Every chart page draws a figure with controls (else this page checked nothing).
+    assert charts and moved >= len(charts)
 
 
 def _rows(frames: list[pd.DataFrame], figure: InteractiveFigure) -> pd.DataFrame:
@@ -413,10 +443,9 @@ def _violations_with_every_box_open(page) -> list[str]:
     return _violations(page)
 
 
-def test_no_accessibility_violations_of_any_impact(pages_checked):
-    checked = {p: v["axe"] for p, v in pages_checked.items() if v["axe"] is not None}
-    assert set(checked) == set(pages_checked) - {"index.html"}
-    assert {p: found for p, found in checked.items() if found} == {}
+@pytest.mark.parametrize("path", [p for p in PAGES if p != "index.html"])
+def test_no_accessibility_violations_of_any_impact(page_checked, path):
+    assert page_checked(path)["axe"] == []
 
 
 def test_the_root_page_redirects_and_passes_axe_itself(site_url, browser):
@@ -484,54 +513,54 @@ def _click_slider(page, slider, fraction: float) -> None:
     page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
 
 
+@pytest.mark.parametrize("path", CHART_PAGES)
 @pytest.mark.parametrize("width", [390, 768])
-def test_charts_and_controls_fit_a_phone_and_a_tablet(site_url, browser, pages_checked, width):
+def test_charts_and_controls_fit_a_phone_and_a_tablet(site_url, browser, page_checked, width, path):
     """At a phone's and a tablet's width every chart and every control sits inside the column, no
     text of a chart is cut off, nothing scrolls sideways; every control can be reached and moved,
     sliders by keyboard and by mouse, and the chart then shows the model at the new setting, still
     inside the column. axe finds nothing at this width either."""
     checked = 0
-    for path, info in pages_checked.items():
-        if not info["charts"]:
-            continue
-        visit = PageVisit(browser, site_url, path, width=width)
-        page = visit.page
-        try:
-            for chart in info["charts"]:
-                chart_id, where = chart["id"], f"{path} at {width} px, chart {chart['figure'] or chart['id']}"
-                state = _assert_fits(page, chart_id, where)
-                # Drawn to the column's width, not its own: wider than any figure's design at 768 px.
-                assert state["drawing"] >= state["column"] - 40, f"{where}: {state}"
-                figure = FIGURES.get(chart["figure"])
-                for control in figure.controls if figure else ():
-                    before = _current_setting(page, chart_id, figure)
-                    value = _targets(control)[0]
-                    if control.widget == "slider":
-                        slider = page.locator(f"#{chart_id} .vega-bindings input[type=range][name='{control.name}']")
-                        # Well away from where the slider starts, so the click must move it.
-                        start = control.options.index(before[control.name]) / (len(control.options) - 1)
-                        _click_slider(page, slider, 0.2 if start > 0.5 else 0.8)
-                        page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); }", chart_id)
-                        clicked = _current_setting(page, chart_id, figure)
-                        assert clicked[control.name] != before[control.name], f"{where}: {control.name} did not move by mouse"
-                        _assert_matches_model(_shown(page, chart_id, figure), figure, clicked)
-                        _move(page, chart_id, control, value)  # and by keyboard
-                    elif control.widget == "radio":
-                        page.locator(f"#{chart_id} .vega-bindings input[type=radio][name='{control.name}'][value='{value}']").click(timeout=5000)
-                        page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); }", chart_id)
-                    else:
-                        _move(page, chart_id, control, value)
-                    setting = _current_setting(page, chart_id, figure)
-                    assert setting == {**before, control.name: value}, f"{where}: {control.name} did not move"
-                    _assert_matches_model(_shown(page, chart_id, figure), figure, setting)
-                    _assert_fits(page, chart_id, f"{where}, {control.name}={value}")
-                    checked += 1
-            assert visit.errors == [] and visit.off_origin == []
-            # (After the errors: axe's own style-sheet preload asks for a file the page never does.)
-            assert _violations(page) == [], f"{path} at {width} px"
-        finally:
-            visit.close()
-    assert checked >= 20
+    charts = page_checked(path)["charts"]
+    visit = PageVisit(browser, site_url, path, width=width)
+    page = visit.page
+    try:
+        for chart in charts:
+            chart_id, where = chart["id"], f"{path} at {width} px, chart {chart['figure'] or chart['id']}"
+            state = _assert_fits(page, chart_id, where)
+            # Drawn to the column's width, not its own: wider than any figure's design at 768 px.
+            assert state["drawing"] >= state["column"] - 40, f"{where}: {state}"
+            figure = FIGURES.get(chart["figure"])
+            for control in figure.controls if figure else ():
+                before = _current_setting(page, chart_id, figure)
+                value = _targets(control)[0]
+                if control.widget == "slider":
+                    slider = page.locator(f"#{chart_id} .vega-bindings input[type=range][name='{control.name}']")
+                    # Well away from where the slider starts, so the click must move it.
+                    start = control.options.index(before[control.name]) / (len(control.options) - 1)
+                    _click_slider(page, slider, 0.2 if start > 0.5 else 0.8)
+                    page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); }", chart_id)
+                    clicked = _current_setting(page, chart_id, figure)
+                    assert clicked[control.name] != before[control.name], f"{where}: {control.name} did not move by mouse"
+                    _assert_matches_model(_shown(page, chart_id, figure), figure, clicked)
+                    _move(page, chart_id, control, value)  # and by keyboard
+                elif control.widget == "radio":
+                    page.locator(f"#{chart_id} .vega-bindings input[type=radio][name='{control.name}'][value='{value}']").click(timeout=5000)
+                    page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); }", chart_id)
+                else:
+                    _move(page, chart_id, control, value)
+                setting = _current_setting(page, chart_id, figure)
+                assert setting == {**before, control.name: value}, f"{where}: {control.name} did not move"
+                _assert_matches_model(_shown(page, chart_id, figure), figure, setting)
+                _assert_fits(page, chart_id, f"{where}, {control.name}={value}")
+                checked += 1
+        assert visit.errors == [] and visit.off_origin == []
+        # (After the errors: axe's own style-sheet preload asks for a file the page never does.)
+        assert _violations(page) == [], f"{path} at {width} px"
+    finally:
+        visit.close()
+    # Every chart page draws a figure with controls (else this page checked nothing).
+    assert charts and checked >= 1
 
 
 def test_a_chart_follows_its_column_when_only_the_column_changes(site_url, browser):

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser import PageVisit, _glyph_problems, pages_checked, rendered_glyphs  # noqa: F401 (a fixture)
+from test_browser import PageVisit, _glyph_problems, page_checked, pages_checked, rendered_glyphs  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 
