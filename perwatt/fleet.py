@@ -179,7 +179,8 @@ def assign(workloads: list[Workload], hardware: list[Hardware], price_usd_per_kw
 
 
 #: Seconds HiGHS may spend on one programme before the plan is reported as unproven (only where
-#: the exact search of :mod:`perwatt.fleet_search` hands a programme over: none of the book's). HiGHS took about 4 s and 14,000
+#: the exact search of :mod:`perwatt.fleet_search` hands a programme over: none of the fleet figure's
+#: or the sensitivity table's, but a site too small for any plan, for one). HiGHS took about 4 s and 14,000
 #: branch-and-bound nodes on the book's hardest (its fleet figure at a 36 MW site, the assumed
 #: chips at half power, a 50 tokens/s agent target) on a shared 2-core machine, the exact search
 #: a few tenths of a second; a limit of 20 s was reached when the test suite, a book build and a
