@@ -1,5 +1,5 @@
 # Two commands: `make book` sets everything up and builds the site; `make test` runs every test.
-# While working: `make check` (model, data and unit tests, under a minute) and
+# While working: `make check` (model, data and unit tests, on every core: about a minute on 2) and
 # `make chapter NAME=per-watt` (execute one chapter, report its first error).
 PYTHON ?= python3
 VENV := .venv
@@ -41,7 +41,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --durations=25
 
 check: $(STAMP)
-	$(BIN)/python -m pytest -m "$(FAST)"
+	$(BIN)/python -m pytest -n auto -m "$(FAST)"
 
 chapter: $(STAMP)
 	$(BIN)/python -m perwatt.devtools chapter $(NAME)
