@@ -294,6 +294,12 @@ GOOD = {
     "agent_loop.simulate_closed_loop": dict(sessions=2, step_time_s=np.array([0.0, 0.01, 0.012]), prefill_s=0.05,
                                             output_tokens=4, tool_s=0.1, calls=40, warmup=4),
 }
+#: Tables documented to be empty where nothing qualifies: the function, and the columns an empty
+#: one must still have (a caller reads them; fleet_profiles._best does from sweep_chip's).
+MAY_BE_EMPTY = {
+    "serving.sweep_chip": {"chips", "ep", "dp_attention", "batch", "tokens_per_s_per_user",
+                           "output_tokens_per_s_per_chip"},  # no layout fits at these lengths
+}
 #: Results documented to hold unknowns (NaN): the function, and the columns (or "result").
 MAY_BE_NAN = {
     "crosschip.best_at": {"result"},  # NaN where no point is that fast, as documented
@@ -414,6 +420,9 @@ def _finite(value) -> bool:
 def _check_result(qualname: str, result, kwargs: dict) -> None:
     allowed = MAY_BE_NAN.get(qualname, set())
     if isinstance(result, pd.DataFrame):
+        if qualname in MAY_BE_EMPTY and result.empty:
+            assert MAY_BE_EMPTY[qualname] <= set(result.columns), f"{qualname}: an empty table without its columns"
+            return
         assert len(result) > 0, f"{qualname} returned an empty table"
         for column in result.select_dtypes("number"):
             values = result[column].to_numpy(dtype=float)

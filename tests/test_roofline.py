@@ -337,3 +337,15 @@ def test_roofline_points_in_one_frame_equal_the_frames_they_replaced(name, accel
             roofline.roofline_points(*args)
         return
     pd.testing.assert_frame_equal(roofline.roofline_points(*args), expected, check_exact=True)
+
+
+def test_where_nothing_fits_sweep_chip_is_an_empty_table_and_sweep_says_why():
+    # The full fuzz tier drew osl = 5.12e8 tokens: no layout holds that cache. sweep_chip says so
+    # with an empty table that keeps its columns (fleet_profiles reads them); sweep, given names,
+    # raises an error naming the lengths.
+    spec, device = roofline.model_spec("deepseek-r1"), roofline.chip("b200")
+    frame = serving.sweep_chip(spec, device, 1024.0, 5.12e8)
+    assert frame.empty and {"chips", "batch", "tokens_per_s_per_user", "output_tokens_per_s_per_chip"} <= set(frame.columns)
+    assert not serving.sweep_chip(spec, device, 1024.0, 512.0).empty
+    with pytest.raises(ValueError, match=r"osl 512,000,000 tokens"):
+        serving.sweep("deepseek-r1", "b200", isl=1024.0, osl=5.12e8)
