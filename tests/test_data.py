@@ -384,3 +384,17 @@ def test_a_workload_drawing_one_length_loads(broken):
     # min fraction = max fraction is allowed (every request the same length); only min > max is refused.
     directory = broken("workloads.csv", "8k/1k,8192,1024,0.8,1.0,0.8,1.0,", "8k/1k,8192,1024,0.8,1.0,1.0,1.0,")
     assert data.load("workloads", directory).loc[0, "output_min_fraction"] == 1.0
+
+
+@pytest.mark.parametrize("value", [None, "", "data", "relative/elsewhere", str(data.DEFAULT_DATA_DIR)])
+def test_the_folder_caches_key_on_is_the_folder_data_reads(value, monkeypatch, tmp_path):
+    # datadir.resolved() remembers its answer; it must be data_dir() resolved for every value of
+    # PERWATT_DATA, unset, empty (the working folder), relative or absolute, in any working folder.
+    from perwatt import datadir
+
+    monkeypatch.chdir(tmp_path)
+    if value is None:
+        monkeypatch.delenv(datadir.ENVIRONMENT_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(datadir.ENVIRONMENT_VARIABLE, value)
+    assert datadir.resolved() == str(datadir.data_dir().resolve())
