@@ -101,11 +101,16 @@ def _model_stamp(app: Sphinx, config) -> Path:
     return Path(cache_path) / "perwatt-model.sha256"
 
 
+def _model_changed(stamp: Path, fingerprint: str) -> bool:
+    """Whether the cached chapters were executed with another model than ``fingerprint`` (or none)."""
+    return not stamp.exists() or stamp.read_text() != fingerprint
+
+
 def _invalidate_stale_cache(app: Sphinx, config, fingerprint: str) -> None:
     """jupyter-cache keys on a notebook's own cells; a change to the model must re-execute too.
     The fingerprint is written only once the data has validated (see :func:`_config_inited`)."""
     stamp = _model_stamp(app, config)
-    changed = not stamp.exists() or stamp.read_text() != fingerprint
+    changed = _model_changed(stamp, fingerprint)
     if changed and stamp.parent.exists():
         shutil.rmtree(stamp.parent)
     stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +151,7 @@ def _config_inited(app: Sphinx, config) -> None:
     _point_kernels_at_the_books_data(app)
     os.environ[render.MODE_VARIABLE] = "static"
     stamp, fingerprint = _model_stamp(app, config), model_fingerprint()
-    unchanged = stamp.exists() and stamp.read_text() == fingerprint
+    unchanged = not _model_changed(stamp, fingerprint)
     # The kernels share what each computes slowly (perwatt.store), in a store kept with the execution
     # cache and emptied with it; a store the caller named (the test run's) is used as it is.
     if store.VARIABLE not in os.environ:
