@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from perwatt import devtools, doctor
+from perwatt import devtools, doctor, store
 
 REPO = devtools.REPO
 BUILD = REPO / "_build"
@@ -274,8 +274,7 @@ def _rendered(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bo
 def _source_digest() -> str:
     """This package's source and the notebook libraries' versions: what turns a chapter into a handout."""
     digest = hashlib.sha256(f"jupytext {metadata.version('jupytext')}, nbformat {metadata.version('nbformat')}".encode())
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    store.digest_files(digest, Path(__file__).parent, "*.py")
     return digest.hexdigest()
 
 

@@ -44,7 +44,8 @@ def folder() -> Path | None:
     return Path(value) if value else None
 
 
-def _digest_files(digest: "hashlib._Hash", root: Path, pattern: str) -> None:
+def digest_files(digest: "hashlib._Hash", root: Path, pattern: str) -> None:
+    """Add to ``digest`` the name and content of every file under ``root`` matching ``pattern``."""
     for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -56,8 +57,8 @@ def fingerprint(data_dir: str) -> str:
     digest = hashlib.sha256(sys.version.encode())
     for name in LIBRARIES:
         digest.update(f"{name}=={metadata.version(name)}".encode())
-    _digest_files(digest, _PACKAGE, "*.py")
-    _digest_files(digest, Path(data_dir), "*")
+    digest_files(digest, _PACKAGE, "*.py")
+    digest_files(digest, Path(data_dir), "*")
     return digest.hexdigest()
 
 
