@@ -101,6 +101,7 @@ def find_chromium() -> str | None:
     return None
 
 
+@functools.cache  # one kernel manager class per process; each kernel it starts gets its own path
 def kernel_options() -> dict:
     """NotebookClient options for the kernels the build and the tests start: Unix sockets where
     there are any, each kernel's at its own absolute path, so that kernels starting at once (two
