@@ -287,10 +287,15 @@ def batch_speedup(model: str, accelerator: str, alpha, gamma, batch, context: fl
     }
 
 
+#: The largest batch :func:`crossover_batch` looks at unless told otherwise (and the one
+#: :func:`batch_frame`'s crossover is found below).
+CROSSOVER_MAX_BATCH = 4096
+
+
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=OPTIONAL_COST,
                   max_batch=checks.rule(checks.integer, maximum=65_536))
 def crossover_batch(model: str, accelerator: str, alpha: float, gamma: int, c: float | None = None,
-                    max_batch: int = 4096, **kwargs) -> float:
+                    max_batch: int = CROSSOVER_MAX_BATCH, **kwargs) -> float:
     """The batch size at which speculation stops paying as batches grow: the smallest batch,
     above the one where the speed-up peaks, with a speed-up of 1 or less. NaN if speculation
     still pays at ``max_batch``. ``kwargs`` go to :func:`batch_speedup` (drafter, context, …)."""
@@ -318,7 +323,7 @@ def batch_frame(model: str, accelerator: str, alpha: float, gamma: int, c: float
     batches = serving.batch_list(batches)
     options = {"context": context, "drafter": drafter, "c": c, "branches": branches}
     # The batches crossover_batch prices include the frame's: the model prices batch by batch, so read them there.
-    every = np.arange(1, 4097, dtype=float)
+    every = np.arange(1, CROSSOVER_MAX_BATCH + 1, dtype=float)
     swept = batch_speedup(model, accelerator, alpha, gamma, every, **options)
     result = ({k: v[batches.astype(int) - 1] for k, v in swept.items()} if batches.max() <= every[-1] else
               batch_speedup(model, accelerator, alpha, gamma, batches, **options))
