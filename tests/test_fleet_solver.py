@@ -5,6 +5,7 @@ bind, power budgets and no plan at all), the stated tie rule, and the hand-over 
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 from fractions import Fraction
 
 import numpy as np
@@ -186,10 +187,15 @@ def test_a_search_too_large_is_handed_to_highs(monkeypatch):
 
 def test_a_programme_not_of_the_fleets_structure_goes_to_highs():
     c, matrix, lower, upper = programme([[1.0, 2.0]], [[1.0, 1.0]], [3.0])
+    flipped = matrix[:, ::-1].copy()
     with pytest.raises(covers.Unsolved):
-        fleet_search.cheapest_plan(c, matrix[:, ::-1].copy(), np.array([-np.inf]), np.array([3.0]))  # a ≤ row, no cover
-    status, message, x = fleet._solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), True)
-    assert status == 0 and x.tolist() == [3.0, 0.0]
+        fleet_search.cheapest_plan(c, flipped, np.array([-np.inf]), np.array([3.0]))  # a ≤ row, no cover
+    # The covering programme itself is the search's; the ≤ one is handed to HiGHS, whose plan is kept.
+    with mock.patch.object(fleet, "_highs", wraps=fleet._highs) as highs_called:
+        status, message, x = fleet._solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), True)
+        assert status == 0 and x.tolist() == [3.0, 0.0] and not highs_called.called
+        status, message, x = fleet._solve(c.tobytes(), flipped.tobytes(), flipped.shape, (-np.inf,), (3.0,), True)
+        assert highs_called.call_count == 1 and status == 0 and x.tolist() == [0.0, 0.0]
 
 
 def _book_programmes():
