@@ -25,7 +25,7 @@ pytestmark = pytest.mark.browser
 def clean_visit(browser, site_url: str, path: str):
     """A page that, when the test is done with it, must have logged no error and fetched nothing
     from another host."""
-    visit = Visit(browser, site_url, path)
+    visit = PageVisit(browser, site_url, path)
     try:
         yield visit.page
         assert visit.errors == [] and visit.off_origin == []
@@ -49,10 +49,6 @@ ICONS = """async () => {
 }"""
 
 
-class Visit(PageVisit):
-    """A page whose every request is recorded (PageVisit.requested)."""
-
-
 def _icon_problems(state: dict) -> list:
     return [i for i in state["icons"]
             if i["content"] in ("none", "normal", '""') or "Font Awesome" not in i["font"] or i["width"] <= 0]
@@ -60,7 +56,7 @@ def _icon_problems(state: dict) -> list:
 
 @pytest.mark.parametrize("path", ["chapters/per-watt.html", "search.html", "chapters/glossary.html"])
 def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
-    visit = Visit(browser, site_url, path)
+    visit = PageVisit(browser, site_url, path)
     try:
         state = visit.page.evaluate(ICONS)
         names = {c for i in state["icons"] for c in i["cls"].split() if c.startswith("fa-")}
@@ -81,8 +77,7 @@ def test_every_icon_is_drawn_from_the_theme_font(site_url, browser, path):
 
 
 def test_every_glyph_on_every_page_is_drawn_from_the_shipped_font(pages_checked):
-    problems = {path: _glyph_problems(visit["glyphs"]) for path, visit in pages_checked.items()
-                if _glyph_problems(visit["glyphs"])}
+    problems = {path: found for path, visit in pages_checked.items() if (found := _glyph_problems(visit["glyphs"]))}
     seen = {g["text"] for visit in pages_checked.values() for g in visit["glyphs"]}
     assert problems == {}
     # The header's search, contents and download icons, and one of the colour modes', at least.
@@ -127,7 +122,7 @@ def test_no_page_asks_for_an_icon_script_or_a_math_library(pages_checked):
 
 
 def test_colour_mode_button_cycles_modes_and_repaints(site_url, browser):
-    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    visit = PageVisit(browser, site_url, "chapters/per-watt.html")
     page = visit.page
     try:
         button = page.locator(".theme-switch-button:visible").first
@@ -217,7 +212,7 @@ LAYOUT = """() => {
 
 
 def test_formulas_are_laid_out_by_the_browser(site_url, browser):
-    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    visit = PageVisit(browser, site_url, "chapters/per-watt.html")
     try:
         layout = visit.page.evaluate(LAYOUT)
         assert layout["count"] >= 4 and layout["blocks"] >= 1 and layout["empty"] == 0
@@ -284,7 +279,7 @@ def test_the_table_of_contents_opens_on_a_phone_and_a_tablet(site, site_url, bro
     """At a phone's and a tablet's width the book's contents hide behind the header's menu button:
     a click opens them inside the screen, the backdrop and Escape close them, a link in them goes to
     its chapter."""
-    visit = Visit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
+    visit = PageVisit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
     page = visit.page
     try:
         closed = page.evaluate(SIDEBAR_LINKS, PRIMARY)
@@ -312,7 +307,7 @@ def test_the_table_of_contents_opens_on_a_phone_and_a_tablet(site, site_url, bro
 @pytest.mark.parametrize(("origin", "width"), [("http", 390), ("http", 768), ("file", 390)])
 def test_the_page_contents_open_on_a_phone_and_a_tablet(site, site_url, browser, origin, width):
     """The page's own contents (its sections), behind the header's other sidebar button."""
-    visit = Visit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
+    visit = PageVisit(browser, _origin(site, site_url, origin), "chapters/per-watt.html", width=width)
     page = visit.page
     try:
         assert not any(link["inside"] for link in page.evaluate(SIDEBAR_LINKS, SECONDARY)["links"])
@@ -336,7 +331,7 @@ def test_the_page_contents_open_on_a_phone_and_a_tablet(site, site_url, browser,
 
 def test_the_menu_button_folds_the_contents_away_on_a_wide_screen(site_url, browser):
     """Wider than 992 px the contents sit beside the page; the same button hides and shows them."""
-    visit = Visit(browser, site_url, "chapters/per-watt.html")
+    visit = PageVisit(browser, site_url, "chapters/per-watt.html")
     page = visit.page
     try:
         visible = "() => getComputedStyle(document.getElementById('pst-primary-sidebar')).visibility"
