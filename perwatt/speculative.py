@@ -53,6 +53,7 @@ OPTIONAL_COST = checks.rule(checks.optional, COST)
 #: Chains a tree draft verifies at once, at most (the verification pass is k·γ + 1 tokens long).
 MAX_BRANCHES = 64
 BRANCHES = checks.rule(checks.integer, minimum=1, maximum=MAX_BRANCHES)
+CROSSOVER_MAX_BATCH = 4096  #: the largest batch crossover_batch looks at by default, and batch_frame's sweep
 
 
 def expected_tokens(alpha, gamma, branches: int = 1):
@@ -285,11 +286,6 @@ def batch_speedup(model: str, accelerator: str, alpha, gamma, batch, context: fl
         "speculative_j_per_token": energy_per_second * per_token / batch,
         "chips": np.broadcast_to(chips, np.shape(per_token)).astype(float),
     }
-
-
-#: The largest batch :func:`crossover_batch` looks at unless told otherwise (and the one
-#: :func:`batch_frame`'s crossover is found below).
-CROSSOVER_MAX_BATCH = 4096
 
 
 @checks.validated(model=checks.TEXT, accelerator=checks.TEXT, alpha=ALPHA, gamma=GAMMA, c=OPTIONAL_COST,
