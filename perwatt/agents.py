@@ -149,19 +149,10 @@ def _comparison_columns(model: str, steps: int, context_growth: float, cache_hit
     results = [task.unchecked(profile, *shape, float(output_tokens)) for profile in systems.values()]
     candidate = [r for system, r in zip(systems, results) if system == catalog.CANDIDATE][0]
     baseline = [r for system, r in zip(systems, results) if system != catalog.CANDIDATE][0]
-    model_labels, system_labels = _table_labels()
     return {
         "system": list(systems), **{k: [float(r[k]) for r in results] for k in results[0]},
-        "model": model, "model_label": model_labels.get(model, model),
-        "system_label": [system_labels.get(system, system) for system in systems],
+        "model": model, "model_label": catalog.model_label(model),
+        "system_label": [catalog.system_label(system) for system in systems],
         "latency_advantage": baseline["latency_s"] / candidate["latency_s"],
         "model_time_advantage": baseline["model_s"] / candidate["model_s"],
     }
-
-
-@data.cached
-def _table_labels() -> tuple[dict[str, str], dict[str, str]]:
-    """Display labels (:func:`perwatt.catalog.label`'s) of the benchmark table's models and of its
-    systems, labelled once rather than in a new frame at every comparison."""
-    table = catalog.label(benchmark.book_results()[["model", "system"]].drop_duplicates())
-    return dict(zip(table["model"], table["model_label"])), dict(zip(table["system"], table["system_label"]))

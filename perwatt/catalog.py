@@ -41,6 +41,16 @@ def _labels(resource: str, key: str) -> dict[str, str]:
     return dict(zip(table[key], table["label"]))
 
 
+def model_label(name: str) -> str:
+    """One model's display label, as :func:`label` gives it (a model the book does not know is its own label)."""
+    return _labels("models", "model").get(name, name)
+
+
+def system_label(name: str) -> str:
+    """One system's display label, as :func:`label` gives it (a system the book does not know is its own label)."""
+    return _labels("systems", "system").get(name, name)
+
+
 def wide(long: pd.DataFrame) -> pd.DataFrame:
     """A benchmark table in long form (model, system, metric, value) as one row per model and
     system, in the order the rows first appear, with one column per metric."""
