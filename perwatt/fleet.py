@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from perwatt import checks, data, fleet_search
+from perwatt import checks, data, fleet_search, specs
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,7 @@ class Workload:
         checks.scalar("osl_tokens", self.osl_tokens, minimum=1.0, maximum=checks.MAX_TOKENS)
         checks.scalar("min_tokens_per_s_per_user", self.min_tokens_per_s_per_user, minimum=0.0, maximum=checks.MAX_RATE)
         checks.scalar("output_tokens_per_s", self.output_tokens_per_s, minimum=0.0, maximum=checks.MAX_RATE)
-        checks.choice("model", self.model, _models())
-
-
-@data.cached
-def _models() -> tuple[str, ...]:
-    # read once per data folder, not once per workload (a chapter builds thousands)
-    return tuple(data.load("model_specs")["model"])
+        checks.choice("model", self.model, specs.known_models())
 
 
 def _supply(name: str, value) -> float:

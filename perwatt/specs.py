@@ -237,6 +237,13 @@ def _chip(name: str) -> Chip:
     )
 
 
+@data.cached
+def known_models() -> tuple[str, ...]:
+    """The models of data/model_specs.csv, read once per data folder: every check of a model's name
+    asks for them (a chapter builds thousands of workloads)."""
+    return tuple(data.load("model_specs")["model"])
+
+
 def known_chips() -> list[str]:
     """Accelerators whose memory and bandwidth are known (Jalapeño's are not), so the serving model
     runs on them; some of them have no published power (see :func:`chips_with_power`)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perwatt import checks, data, parallel, roofline, serving
+from perwatt import checks, parallel, roofline, serving, specs
 
 
 def _check_alpha(alpha, name: str = "alpha") -> np.ndarray:
@@ -201,11 +201,11 @@ MTP, FIXED_COST = "mtp", "cost"
 def drafters() -> list[str]:
     """The drafters :func:`round_time` prices: ``"mtp"``, ``"cost"``, and every model of
     data/model_specs.csv as a separate draft model."""
-    return [MTP, FIXED_COST, *data.load("model_specs")["model"]]
+    return [MTP, FIXED_COST, *specs.known_models()]
 
 
 def _check_drafter(drafter, c, branches) -> tuple[str, float | None, int]:
-    drafter = drafter if drafter in (MTP, FIXED_COST) else checks.choice("drafter", drafter, drafters())
+    drafter = checks.choice("drafter", drafter, drafters())
     c = OPTIONAL_COST("c", c)
     branches = BRANCHES("branches", branches)
     if (drafter == FIXED_COST) != (c is not None):

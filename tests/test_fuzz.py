@@ -82,6 +82,7 @@ GOOD = {
     "specs.model_spec": dict(name="deepseek-r1"),
     "specs.chip": dict(name="h100"),
     "specs.known_chips": {},
+    "specs.known_models": {},
     "specs.chips_with_power": {},
     "roofline.experts_touched": dict(spec=SPEC, tokens=8),
     "roofline.weight_bytes": dict(spec=SPEC, tokens=8),
