@@ -211,8 +211,8 @@ def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
 
     Returns a fresh copy, so callers may modify it.
     """
-    directory = Path(directory) if directory is not None else data_dir()
-    return _load_cached(name, str(directory.resolve())).copy()
+    folder = str(Path(directory).resolve()) if directory is not None else datadir.resolved()
+    return _load_cached(name, folder).copy()
 
 
 def clear_cache() -> None:
