@@ -79,11 +79,16 @@ def operating_point(accelerator: str, workload: Workload, power_w: float | None 
     """A chip's best point for a workload: ``capacity`` (output tokens/s per chip), ``chips`` per
     instance, average ``watts`` per chip there and its ``tokens_per_s_per_user`` (capacity 0 where
     no point meets the target). ``power_w`` is the rating to count (required where unpublished)."""
-    rated = chip(accelerator).power_w if power_w is None else power_w
-    if not np.isfinite(rated):
-        raise ValueError(f"power_w: {chip(accelerator).label}'s power is not published; give an assumed power")
+    rated = _rating(accelerator, chip(accelerator).power_w if power_w is None else power_w)
     return dict(_sourced_point(workload.model, accelerator, workload.isl_tokens, workload.osl_tokens,
-                               workload.min_tokens_per_s_per_user, float(rated)))
+                               workload.min_tokens_per_s_per_user, rated))
+
+
+def _rating(accelerator: str, power_w: float) -> float:
+    """The rating to count, which must be known (a chip whose power is unpublished needs an assumed one)."""
+    if not np.isfinite(power_w):
+        raise ValueError(f"power_w: {chip(accelerator).label}'s power is not published; give an assumed power")
+    return float(power_w)
 
 
 @checks.validated(accelerator=checks.rule(checks.choice, OTHERS))
@@ -101,11 +106,9 @@ def assumed_price(accelerator: str) -> float:
 def _profile(name: str, workloads: list[Workload], price: float, rated: float, assumed: bool,
              supply: float = np.inf) -> Hardware:
     # operating_point's checks once for the chip, not once per workload (a chapter builds hundreds)
-    WATTS("power_w", rated)
-    if not np.isfinite(rated):
-        raise ValueError(f"power_w: {chip(name).label}'s power is not published; give an assumed power")
-    points = {w.name: _sourced_point(w.model, name, w.isl_tokens, w.osl_tokens, w.min_tokens_per_s_per_user,
-                                     float(rated)) for w in workloads}
+    counted = _rating(name, WATTS("power_w", rated))
+    points = {w.name: _sourced_point(w.model, name, w.isl_tokens, w.osl_tokens, w.min_tokens_per_s_per_user, counted)
+              for w in workloads}
     label = catalog.accelerator_label(name)
     return Hardware(name=name, label=label + (" (assumed power and price)" if assumed else ""), usd_per_hour=price,
                     power_w=rated, capacity={k: p["capacity"] for k, p in points.items()},
@@ -228,8 +231,7 @@ def jalapeno_profile(workloads: list[Workload], assumptions: JalapenoAssumptions
     site provisions; price per watt of rating relative to GB200's."""
     rated = catalog.power_w(catalog.CANDIDATE, "chip_rated")
     gb200_price = float(catalog.rental_usd_per_hour("gb200"))
-    points = {w.name: _jalapeno_point(w.model, float(assumptions.tflops), float(assumptions.hbm_gb), w.isl_tokens,
-                                      w.osl_tokens, w.min_tokens_per_s_per_user) for w in workloads}
+    points = {w.name: jalapeno_point.unchecked(w, assumptions) for w in workloads}
     return Hardware(
         name="jalapeno", label="Jalapeño (assumed)",
         usd_per_hour=gb200_price / chip("gb200").power_w * rated * assumptions.usd_per_watt_hour_vs_gb200,
