@@ -227,12 +227,14 @@ def _comparison_as_it_was(model, workload, target, price):
                 "prefill_share": float(p["prefill_chip_s"] / (p["prefill_chip_s"] + d["decode_chip_s"]))}
 
     chips = disagg.priced_chips()
-    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a, **single(a)} for a in chips]
-    rows += [{"kind": "split", "prefill_chip": a, "decode_chip": b, **split(a, b)} for a in chips for b in chips]
+    singles = {a: single(a) for a in chips}
+    pairs = {(a, b): split(a, b) for a in chips for b in chips}
+    rows = [{"kind": "single", "prefill_chip": a, "decode_chip": a, **singles[a]} for a in chips]
+    rows += [{"kind": "split", "prefill_chip": a, "decode_chip": b, **pairs[a, b]} for a in chips for b in chips]
     frame = pd.DataFrame(rows).dropna(subset=["usd"]).reset_index(drop=True)
     single_usd = frame.loc[frame["kind"] == "single", "usd"]
     frame["vs_best_single"] = frame["usd"] / (single_usd.min() if len(single_usd) else np.nan)
-    return frame, {(a, b): split(a, b) for a in chips for b in chips}, {a: single(a) for a in chips}
+    return frame, pairs, singles
 
 
 @pytest.mark.parametrize("workload", ["8k/1k", "1k/8k", disagg.LONG])
