@@ -47,18 +47,14 @@ def reference_loop(arrivals: np.ndarray, prefill: np.ndarray, step: np.ndarray, 
     return done_at, clock, busy
 
 
-def reference_simulate(arrival_rate, *, prefill_s, step_time_s, output_tokens, max_batch, requests=2000,
-                       warmup=200, seed=0) -> dict:
-    """simulate_serving as it was, on the reference loop (inputs assumed valid)."""
-    step = load._step_times(step_time_s, max_batch)
-    prefill = load._prefill_times(prefill_s, max_batch)
-    arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / arrival_rate, requests))
-    done_at, clock, busy = reference_loop(arrivals, prefill, step, output_tokens, max_batch)
+def reference_summary(case: dict, arrivals: np.ndarray, done_at: np.ndarray, clock: float, busy: float) -> dict:
+    """simulate_serving's summary as it was, of one run of the reference loop on ``case``'s arrivals."""
+    requests, warmup = case["requests"], case["warmup"]
     latency = (done_at - arrivals)[warmup:]
     span = done_at[-1] - arrivals[warmup]
     return {
-        "arrival_rate": float(arrival_rate),
-        "throughput_tokens_per_s": (requests - warmup) * output_tokens / span,
+        "arrival_rate": float(case["arrival_rate"]),
+        "throughput_tokens_per_s": (requests - warmup) * case["output_tokens"] / span,
         "p50_s": float(np.percentile(latency, 50)),
         "p99_s": float(np.percentile(latency, 99)),
         "mean_s": float(latency.mean()),
@@ -92,7 +88,8 @@ def cases(draw) -> dict:
                 warmup=draw(st.integers(0, requests - 1)), seed=draw(st.integers(0, 2**32 - 1)))
 
 
-def _same_run(case: dict) -> None:
+def _same_run(case: dict) -> dict:
+    """Checks simulate_serving against the reference loop on ``case``; returns the reference's summary."""
     step = load._step_times(case["step_time_s"], case["max_batch"])
     prefill = load._prefill_times(case["prefill_s"], case["max_batch"])
     arrivals = np.cumsum(np.random.default_rng(case["seed"]).exponential(1.0 / case["arrival_rate"], case["requests"]))
@@ -100,10 +97,11 @@ def _same_run(case: dict) -> None:
     old = reference_loop(arrivals, prefill, step, case["output_tokens"], case["max_batch"])
     assert np.array_equal(new[0], old[0])  # every finishing time, bit for bit (none is left NaN)
     assert (new[1], new[2]) == (old[1], old[2])
-    fast, slow = load.simulate_serving(**case), reference_simulate(**case)
+    fast, slow = load.simulate_serving(**case), reference_summary(case, arrivals, *old)
     assert fast == slow
     assert all(type(fast[k]) is type(slow[k]) and np.float64(fast[k]).tobytes() == np.float64(slow[k]).tobytes()
                for k in fast)
+    return slow
 
 
 @pytest.mark.parametrize("summed", [0, load._SUMMED])
@@ -141,21 +139,13 @@ def test_event_loop_equals_the_old_loop_when_the_clock_meets_an_arrival(summed, 
 
 @pytest.mark.parametrize(("max_batch", "rate"), [(1, 0.5), (1, 3.0), (16, 1.0), (16, 6.0), (128, 2.0), (128, 12.0)])
 def test_event_loop_equals_the_old_loop_on_the_chapters_instance(max_batch, rate):
-    # The chapter's instance and lengths (load.load_curve's step and prefill times), fewer requests.
-    curve = load.load_curve(max_batch, [rate], requests=300)
-    from perwatt import catalog, parallel, roofline
-    isl = float(catalog.workload()["isl_tokens"])
-    spec, device = roofline.model_spec(load.LOAD_MODEL), roofline.chip(load.LOAD_ACCELERATOR)
-    chips = float(curve["chips"].iloc[0])
-    batches = np.arange(max_batch + 1, dtype=float)
-    steps = roofline.decode_time(spec, device, np.maximum(batches, 1), isl + load.LOAD_OSL / 2, chips)
-    prefill = parallel.pass_time(spec, device, np.maximum(batches, 1), 0.0, chips, 1, False, isl, "prefill")["total"]
-    prefill = np.where(batches > 0, prefill, 0.0)
-    case = dict(arrival_rate=rate, prefill_s=prefill, step_time_s=steps, output_tokens=load.LOAD_OSL,
-                max_batch=max_batch, requests=300, warmup=30, seed=0)
-    _same_run(case)
-    assert reference_simulate(**case) == {k: v for k, v in curve.iloc[0].items()
-                                          if k not in ("max_batch", "chips", "rated_power_w")}
+    # The chapter's instance and lengths: the step and prefill times load.load_curve passes, fewer requests.
+    with mock.patch.object(load, "simulate_serving", wraps=load.simulate_serving) as simulated:
+        curve = load.load_curve(max_batch, [rate], requests=300)
+    (arrival_rate,), given = simulated.call_args
+    case = dict(arrival_rate=arrival_rate, **given)
+    assert (case["arrival_rate"], case["max_batch"], case["output_tokens"]) == (rate, max_batch, load.LOAD_OSL)
+    assert _same_run(case) == {k: v for k, v in curve.iloc[0].items() if k not in ("max_batch", "chips", "rated_power_w")}
 
 
 @pytest.mark.parametrize("rate", [8.59e-282, 0.0, 0.5 * 1e-6])
