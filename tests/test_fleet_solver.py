@@ -198,8 +198,9 @@ def test_a_programme_not_of_the_fleets_structure_goes_to_highs():
         assert highs_called.call_count == 1 and status == 0 and x.tolist() == [0.0, 0.0]
 
 
-def _book_programmes():
-    """Every programme the fleet figure's grid and the sensitivity table solve in whole instances."""
+def _programmes_solved(run) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The whole-instance programmes fleet._solve is asked to solve while ``run()`` runs, each once,
+    in the order first asked, as (costs, matrix, lower, upper) arrays."""
     seen = {}
     original = fleet._solve
 
@@ -210,13 +211,20 @@ def _book_programmes():
 
     fleet.__dict__["_solve"] = recording
     try:
-        for rate, site, scale in itertools.product((20, 35, 50), (0, 38, 36), (0.5, 1.0, 2.0)):
-            fleet_choices.fleet_frame(rate, site, scale)
-        fleet_scenario.sensitivity(35.0, PRICE)
+        run()
     finally:
         fleet.__dict__["_solve"] = original
     return [(np.frombuffer(c), np.frombuffer(m).reshape(shape), np.array(lo), np.array(up))
             for c, m, shape, lo, up in seen]
+
+
+def _book_programmes():
+    """Every programme the fleet figure's grid and the sensitivity table solve in whole instances."""
+    def run() -> None:
+        for rate, site, scale in itertools.product((20, 35, 50), (0, 38, 36), (0.5, 1.0, 2.0)):
+            fleet_choices.fleet_frame(rate, site, scale)
+        fleet_scenario.sensitivity(35.0, PRICE)
+    return _programmes_solved(run)
 
 
 @pytest.mark.slow  # HiGHS takes about 25 s over them
@@ -237,15 +245,7 @@ def test_the_exact_solver_equals_highs_on_the_books_default_and_a_binding_budget
     # The default plan (the supply of Jalapeño binds) and one where the site's power binds too.
     workloads = fleet_scenario.scenario_workloads(rate)
     kit = fleet_scenario.hardware(rate, power_scale)
-    seen = []
-    original = fleet._solve
-    fleet.__dict__["_solve"] = lambda *args: seen.append(args) or original(*args)
-    try:
-        fleet.assign(workloads, kit, PRICE, catalog.facility_pue(), site_mw=site_mw)
-    finally:
-        fleet.__dict__["_solve"] = original
-    costs, matrix, shape, lower, upper, _ = seen[0]
-    prog = (np.frombuffer(costs), np.frombuffer(matrix).reshape(shape), np.array(lower), np.array(upper))
+    prog = _programmes_solved(lambda: fleet.assign(workloads, kit, PRICE, catalog.facility_pue(), site_mw=site_mw))[0]
     status, x_highs = highs(*prog)
     assert status == 0 and np.array_equal(exact_solver(*prog), x_highs)
 
