@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perwatt import catalog, crosschip, figures, fleet, fleet_profiles, fleet_scenario, serving
+from perwatt import catalog, covers, crosschip, figures, fleet, fleet_profiles, fleet_scenario, fleet_search, serving
 from perwatt.specs import chip
 
 PUE = catalog.facility_pue()
@@ -280,9 +280,23 @@ def test_on_deepseek_r1_gb200_serves_most_per_rated_watt_after_jalapeno_but_not_
 
 def test_a_solver_time_out_is_not_reported_as_no_plan(monkeypatch):
     # HiGHS's status 1 (time limit) proves nothing about feasibility: assign raises RuntimeError,
-    # which sensitivity() does not swallow as an empty cell.
-    monkeypatch.setattr(fleet, "_solve", lambda *args: (1, "Time limit reached.", None))
+    # which sensitivity() does not swallow as an empty cell. The whole path: the exact search hands
+    # the programme over, and HiGHS stops at its time limit.
+    class Stopped:
+        status, message, x = 1, "Time limit reached.", None
+
+    def hand_over(*args):
+        raise covers.Unsolved("handed over")
+
+    monkeypatch.setattr(fleet_search, "cheapest_plan", hand_over)
+    monkeypatch.setattr(fleet, "milp", lambda *args, **kwargs: Stopped())
     w = [fleet.Workload("w", 1024, 1024, 10.0, 100.0)]
     h = [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0})]
-    with pytest.raises(RuntimeError, match="solver stopped"):
-        fleet.assign(w, h, 0.0, 1.0)
+    fleet._solve.cache_clear()
+    fleet._highs.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="solver stopped"):
+            fleet.assign(w, h, 0.0, 1.0)
+    finally:
+        fleet._solve.cache_clear()
+        fleet._highs.cache_clear()

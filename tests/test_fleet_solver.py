@@ -148,8 +148,17 @@ def fleet_like_programmes(draw):
     return programme(c, a, d, supply, power)
 
 
+#: Found by Hypothesis: three workloads, chips at 0.5, 0.5, 0.3 and 1.0 an instance. The exact solver's
+#: plan costs an ulp less than HiGHS's (0.3 is not 3/10 in binary), which HiGHS does not tell apart.
+_ULP_CHEAPER = (np.array([0.5, 0.5, 0.3, 1.0] * 3),
+                np.kron(np.eye(3), [[1000.0, 1000.0, 0.0, 1000.0]]) + np.kron(np.diag([0.0, 1.0, 1.0]),
+                                                                              [[0.0, 0.0, 1000.0, 0.0]]),
+                np.full(3, 10000.0), np.full(3, np.inf))
+
+
 @settings(max_examples=150, deadline=None)
 @given(fleet_like_programmes())
+@example(_ULP_CHEAPER)
 def test_the_exact_solver_equals_highs_on_programmes_like_the_books(prog):
     c, matrix, lower, upper = prog
     status, x_highs = highs(*prog)
@@ -169,7 +178,9 @@ def test_the_exact_solver_equals_highs_on_programmes_like_the_books(prog):
     if abs(ours - theirs) > Fraction(1, 10**9):
         return  # HiGHS stopped at a plan a hair dearer, within its tolerance
     if not np.array_equal(got, x_highs):
-        assert ours == theirs  # only an exact tie may be settled differently (by the stated rule)
+        # Plans that differ: an exact tie (settled by the stated rule), or HiGHS's plan dearer by less than
+        # it can tell (float costs an ulp apart); never the exact solver's the dearer.
+        assert ours <= theirs
 
 
 def test_a_search_too_large_is_handed_to_highs(monkeypatch):
@@ -248,25 +259,3 @@ def test_the_exact_solver_equals_highs_on_the_books_default_and_a_binding_budget
     prog = _programmes_solved(lambda: fleet.assign(workloads, kit, PRICE, catalog.facility_pue(), site_mw=site_mw))[0]
     status, x_highs = highs(*prog)
     assert status == 0 and np.array_equal(exact_solver(*prog), x_highs)
-
-
-def test_a_highs_time_out_on_a_programme_handed_over_is_still_a_runtime_error(monkeypatch):
-    # The exact search hands the programme over; HiGHS stops at its time limit: status 1, which
-    # assign raises as RuntimeError (not ValueError: it proves nothing about whether a plan exists).
-    class Stopped:
-        status, message, x = 1, "Time limit reached.", None
-
-    def hand_over(*args):
-        raise covers.Unsolved("handed over")
-
-    monkeypatch.setattr(fleet_search, "cheapest_plan", hand_over)
-    monkeypatch.setattr(fleet, "milp", lambda *args, **kwargs: Stopped())
-    fleet._solve.cache_clear()
-    fleet._highs.cache_clear()
-    c, matrix, lower, upper = programme([[1.0]], [[1.0]], [1.0])
-    status, message, x = fleet._solve(c.tobytes(), matrix.tobytes(), matrix.shape, tuple(lower), tuple(upper), True)
-    assert (status, message) == (1, "Time limit reached.") and not x.flags.writeable
-    with pytest.raises(RuntimeError, match="solver stopped"):
-        fleet.assign([fleet.Workload("w", 1, 1, 0, 1.0)], [fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 1.0})], 0.0, 1.0)
-    fleet._solve.cache_clear()
-    fleet._highs.cache_clear()
