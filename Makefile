@@ -20,15 +20,17 @@ ONLY_THERE := $(if $(findstring win,$(PLATFORM)),$(WINDOWS_ONLY),$(if $(findstri
 
 .PHONY: book test check chapter clean wheelhouse
 
-# The hub's proxy (configurable-http-proxy, from npm) goes into $(VENV)/node, exactly as deploy/jupyterhub's lockfile
-# pins it; without npm the hub tests fail and say so.
-$(STAMP): requirements.txt requirements-test.txt requirements-hub.txt constraints.txt pyproject.toml deploy/jupyterhub/package-lock.json
+# From npm, each exactly as its lockfile pins it: the hub's proxy (configurable-http-proxy) into $(VENV)/node, and
+# axe-core, the browser tests' accessibility checker, into $(VENV)/axe. Without npm those tests fail and say so.
+$(STAMP): requirements.txt requirements-test.txt requirements-hub.txt constraints.txt pyproject.toml deploy/jupyterhub/package-lock.json tests/axe/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
-	mkdir -p $(VENV)/node && cp deploy/jupyterhub/package.json deploy/jupyterhub/package-lock.json $(VENV)/node/
-	if command -v npm >/dev/null; then npm ci --prefix $(VENV)/node --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: the JupyterHub tests need Node.js 20 or newer and npm (Debian: apt-get install nodejs npm)"; fi
+	mkdir -p $(VENV)/node $(VENV)/axe && cp deploy/jupyterhub/package.json deploy/jupyterhub/package-lock.json $(VENV)/node/
+	cp tests/axe/package.json tests/axe/package-lock.json $(VENV)/axe/
+	if command -v npm >/dev/null; then npm ci --prefix $(VENV)/node --no-audit --no-fund --loglevel=error \
+		&& npm ci --prefix $(VENV)/axe --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the JupyterHub and accessibility tests need Node.js 20 or newer and npm (Debian: apt-get install nodejs npm)"; fi
 	touch $(STAMP)
 
 book: $(STAMP)

@@ -25,7 +25,10 @@ PATCHED = {
     "sphinxcontrib-bibtex": ("2.7.0", "marks bibliography entries role=doc-biblioentry inside a list, "
                                       "which screen readers and axe reject"),
     "pydata-sphinx-theme": ("0.17.1", "loads 1.5 MB of icon script, fontawesome.js, beside the web font that draws "
-                                      "the icons (templates/static); opens sidebars from hidden buttons (templates/sections)"),
+                                      "the icons (templates/static); opens sidebars from hidden buttons (templates/sections); "
+                                      "names the search button \"Search\" though it shows its shortcut too "
+                                      "(templates/search-button-field.html)"),
+    "myst-nb": ("1.4.0", "names each hidden cell's toggle \"Toggle hidden content\", not the words it shows"),
     "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
                                "(perwatt.mathml.prepare)"),
     "sphinx": ("7.4.7", "adds ?v=checksum to an asset URL only if the file is already in the output folder; "
@@ -124,6 +127,18 @@ def _accessible_citation_list(app: Sphinx, pagename: str, templatename: str, con
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+_HIDDEN_CELL_TOGGLE = '<summary aria-label="Toggle hidden content">'
+
+
+def _toggles_named_by_their_text(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """myst-nb labels each hidden cell's toggle "Toggle hidden content" while it shows "Show code cell
+    source": a reader who speaks the words on screen cannot name it (WCAG 2.5.3 "Label in Name",
+    axe's rule label-content-name-mismatch). Without the label, the words it shows name it."""
+    body = context.get("body", "")
+    if _HIDDEN_CELL_TOGGLE in body:
+        context["body"] = body.replace(_HIDDEN_CELL_TOGGLE, "<summary>")
+
+
 _CHECKSUM = re.compile(r'\?v=[0-9a-f]+"')
 
 
@@ -144,4 +159,5 @@ def connect(app: Sphinx) -> None:
     app.connect("doctree-read", _detach_exercise_registry)
     app.connect("html-page-context", _drop_duplicate_thebe)
     app.connect("html-page-context", _accessible_citation_list)
+    app.connect("html-page-context", _toggles_named_by_their_text)
     app.connect("html-page-context", _stable_asset_urls)

@@ -18,6 +18,7 @@ run on one worker, so that fixture is set up once.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -170,6 +171,29 @@ def site(book_build: Build) -> Path:
 def site_url(site: Path):
     with devtools.served(site) as url:
         yield url
+
+
+#: axe-core, the accessibility checker, exactly as tests/axe/package-lock.json pins it; `make` installs
+#: it with npm. (axe-playwright-python bundles 4.12.1, whose colour-contrast rule took two to three
+#: and a half times as long on the book's pages.)
+AXE_LOCK = Path(__file__).parent / "axe" / "package-lock.json"
+AXE_SCRIPT = devtools.REPO / ".venv" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@functools.cache
+def axe():
+    """An axe-playwright-python runner over the pinned axe-core; fails, naming the fix, if that is
+    missing or another version."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    pinned = json.loads(AXE_LOCK.read_text(encoding="utf-8"))["packages"]["node_modules/axe-core"]["version"]
+    if not AXE_SCRIPT.exists():
+        pytest.fail(f"axe-core is not installed at {AXE_SCRIPT}: run `make` (it needs npm; Debian: "
+                    "apt-get install nodejs npm), or `npm ci --prefix .venv/axe` after copying tests/axe/package*.json there")
+    found = re.match(r"/\*! axe v(\S+)", AXE_SCRIPT.read_text(encoding="utf-8")[:100])
+    if not found or found.group(1) != pinned:
+        pytest.fail(f"{AXE_SCRIPT} is axe {found and found.group(1)}, not {pinned} as tests/axe/package-lock.json pins: run `make`")
+    return Axe.from_file(AXE_SCRIPT)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import once_per_run
+from conftest import axe, once_per_run
 from tolerances import SHIPPED_RTOL
 
 from perwatt import devtools, figures
@@ -424,11 +424,9 @@ def test_solutions_are_hidden_until_asked_for(site_url, browser):
 
 def _violations(page) -> list[str]:
     """Every axe violation on the page, of any impact, one line per failing element."""
-    from axe_playwright_python.sync_playwright import Axe
-
     # Details of the violations only: listing every element each passing rule checked doubled the
     # run on a chart page, and a pass is reported all the same (with one element).
-    results = Axe().run(page, options={"resultTypes": ["violations"]})
+    results = axe().run(page, options={"resultTypes": ["violations"]})
     assert results.response["passes"], "axe checked nothing"
     return [f"{v['id']} ({v['impact']}): {node['target']}"
             for v in results.response["violations"] for node in v["nodes"]]

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import pandas as pd
 import pytest
+from conftest import axe
 from test_browser import (FIGURES, PageVisit, _assert_matches_model, _current_setting, _move, _shown,
                           reader_pages)
 from tolerances import SHIPPED_RTOL
@@ -363,8 +364,6 @@ def test_a_link_applies_what_it_can_and_follows_later_changes(site_url, browser,
 
 
 def test_the_tools_fit_a_phone_are_named_and_do_not_print(site, site_url, browser, where):
-    from axe_playwright_python.sync_playwright import Axe
-
     at = where["energy-cost"]
     # Every chart the built page holds gets a toolbar (the per-watt chapter has several).
     charts = (site / at["path"]).read_text(encoding="utf-8").count('class="perwatt-chart"')
@@ -386,7 +385,7 @@ def test_the_tools_fit_a_phone_are_named_and_do_not_print(site, site_url, browse
         assert len(tops) == 4 and len(set(tops)) > 1
         assert visit.errors == [] and visit.off_origin == []
         # (axe's own style-sheet preload asks for a file the page never does, so errors are checked first.)
-        results = Axe().run(page, context=".perwatt-tools")
+        results = axe().run(page, context=".perwatt-tools")
         assert [v["id"] for v in results.response["violations"]] == []
         assert results.response["passes"], "axe checked nothing"
         assert page.get_by_role("group", name="Share or download this chart").count() == charts
