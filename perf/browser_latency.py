@@ -4,6 +4,7 @@ For each control of each chart (the grid-precomputed figures and those the page 
 shipped terms, :func:`perwatt.figures.computed_figures`, in the same run), 50 moves (slider steps back and forth, radio and dropdown choices
 in turn): the time from dispatching the input event on the real element to the view having rerun
 its dataflow and redrawn its SVG (the browser paints that at its next frame). Targets: median ≤ 16 ms (one frame), p95 ≤ 33 ms.
+Measured in a full Chromium, as readers run it, not in the tests' headless shell (devtools.find_chromium).
 
 Run after `make book`: .venv/bin/python perf/browser_latency.py (another build: set PERWATT_SITE to
 its _build/html). Name figures to measure only those, e.g. `perf/browser_latency.py per-watt-frontier`.
@@ -67,7 +68,7 @@ def main(only: tuple[str, ...] = ()) -> dict:
                         "figures_measured": list(only) or "all"}
         rows = []
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=find_chromium(full=True), args=CHROMIUM_ARGS)
             for path in pages:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.goto(f"{base}/{path}")

@@ -36,7 +36,7 @@ def main() -> dict:
     with served(SITE) as base:
         fetched: dict[str, int] = {}
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=find_chromium(full=True), args=CHROMIUM_ARGS)
             context = browser.new_context()
             page = context.new_page()
             page.on("response", lambda r: fetched.setdefault(r.url, _size(r, base)))

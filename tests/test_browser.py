@@ -1,5 +1,8 @@
 """The built site in a real Chromium, served on 127.0.0.1 with every other host cut off.
 
+The tests drive Chromium's headless shell where the system has one, and one test compares a chapter
+in the full browser against it (devtools.find_chromium).
+
 Every page (visited once per run, page by page, by whichever worker asks first): no page errors, no console errors, no request to another origin, every chart
 drawn. Every bound control on every chart: move the real input element the way a reader
 would (keyboard on sliders, clicks on radios, choices in dropdowns), then check that the
@@ -211,6 +214,27 @@ def test_every_reader_page_is_checked(site):
 def test_every_chart_page_is_known(site):
     drawn = [p for p in PAGES if 'class="perwatt-chart"' in (site / p).read_text(encoding="utf-8")]
     assert drawn == CHART_PAGES and len(CHART_PAGES) >= 5
+
+
+def test_the_full_browser_shows_a_chapter_as_the_headless_shell_does(site_url, browser, page_checked):
+    """The suite drives Chromium's headless shell where there is one (devtools.find_chromium), which
+    halves the browser tests' CPU time. Readers run the full browser: there, a chapter with charts and
+    formulas shows the same charts, formulas and icons, with no error, no request elsewhere and
+    nothing for axe."""
+    full = devtools.find_chromium(full=True)
+    if full is None:
+        pytest.fail(f"No full Chromium to compare the headless shell with. {devtools.NO_BROWSER}")
+    path = "chapters/per-watt.html"
+    launched = browser.browser_type.launch(executable_path=full, args=devtools.CHROMIUM_ARGS)
+    try:
+        seen = _visit_once(site_url, launched, path)
+    finally:
+        launched.close()
+    shell = page_checked(path)
+    assert seen["errors"] == [] and seen["off_origin"] == [] and seen["axe"] == []
+    assert seen["charts"] == shell["charts"] and len(seen["charts"]) >= 3
+    assert seen["formulas"] == shell["formulas"] and all(seen["formulas"])
+    assert _glyph_problems(seen["glyphs"]) == [] and len(seen["glyphs"]) == len(shell["glyphs"])
 
 
 @pytest.mark.parametrize("path", PAGES)
