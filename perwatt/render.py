@@ -23,6 +23,9 @@ import html
 import json
 import os
 import re
+from importlib import metadata
+
+from perwatt import datadir, store
 
 MODE_VARIABLE = "PERWATT_RENDER"
 STATIC_RENDERER = "perwatt-static"
@@ -168,8 +171,29 @@ def _configure(static: bool) -> None:
         alt.renderers.enable(STATIC_RENDERER)
         _show_tables_flat()
     else:
-        alt.JupyterChart.enable_offline()
+        _enable_offline_widgets()
         alt.renderers.enable("jupyter", offline=True)
+
+
+def _enable_offline_widgets() -> None:
+    """``alt.JupyterChart.enable_offline()``, with the JavaScript it has vl-convert bundle (about 2 s
+    of CPU, in every live kernel) kept in the store (:mod:`perwatt.store`) when the store is on: a
+    run's or a workshop's kernels then bundle it once between them."""
+    import altair as alt
+    import vl_convert
+
+    bundle = vl_convert.javascript_bundle
+    version = metadata.version("vl-convert-python")
+
+    def remembered(*args, **kwargs) -> str:
+        return store.remembered(lambda: bundle(*args, **kwargs), datadir.resolved(), "vl_convert.javascript_bundle",
+                                (version, args, sorted(kwargs.items())))
+
+    vl_convert.javascript_bundle = remembered
+    try:
+        alt.JupyterChart.enable_offline()
+    finally:
+        vl_convert.javascript_bundle = bundle
 
 
 def flat_table_html(frame) -> str:

@@ -4,7 +4,8 @@
 :func:`check_versions` warns (and so, under ``-W``, fails the build) when an installed version
 differs from the one a workaround was written against, so that a maintainer checks whether it is
 still needed. Workarounds that live elsewhere are listed in :data:`PATCHED` too: the theme's
-templates (``perwatt/templates``) and the TeX that latex2mathml lacks (:mod:`perwatt.mathml`).
+templates (``perwatt/templates``), the TeX that latex2mathml lacks (:mod:`perwatt.mathml`) and
+the live kernels' widget JavaScript (:mod:`perwatt.render`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ PATCHED = {
                                       "the icons (templates/static); opens sidebars from hidden buttons (templates/sections); "
                                       "names the search button \"Search\" though it shows its shortcut too "
                                       "(templates/search-button-field.html)"),
+    "altair": ("6.3.0", "has vl-convert bundle JupyterChart's offline JavaScript anew in every live kernel, "
+                        "about 2 s (perwatt.render keeps it in the store)"),
     "myst-nb": ("1.4.0", "names each hidden cell's toggle \"Toggle hidden content\", not the words it shows"),
     "latex2mathml": ("3.81.1", "knows neither the aligned environment nor a line break's extra space "
                                "(perwatt.mathml.prepare)"),

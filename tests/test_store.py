@@ -132,3 +132,24 @@ def test_a_figure_grid_is_stored_only_for_the_packages_own_models(on: Path):
     assert entries
     pd.testing.assert_frame_equal(fresh().grid, grid)
     assert sorted(on.rglob("*.pickle")) == entries
+
+
+def test_live_kernels_bundle_the_widget_javascript_once_between_them(on: Path, monkeypatch):
+    """A live kernel's setup has vl-convert bundle JupyterChart's JavaScript (about 2 s of CPU); with
+    the store on, the first kernel bundles it and the next reads the same text back."""
+    import altair as alt
+    import vl_convert
+
+    from perwatt import render
+
+    bundle = Counter(vl_convert.javascript_bundle)
+    monkeypatch.setattr(vl_convert, "javascript_bundle", lambda *args, **kwargs: bundle()(*args, **kwargs))
+    patched, made = vl_convert.javascript_bundle, []
+    for _ in range(2):
+        monkeypatch.setattr(alt.JupyterChart, "_is_offline", False)  # as in a fresh kernel
+        monkeypatch.setattr(alt.JupyterChart, "_esm", "")
+        render._enable_offline_widgets()
+        made.append(alt.JupyterChart._esm)
+    assert bundle.calls == 1 and made[0] == made[1] and "vega" in made[0].lower() and len(made[0]) > 100_000
+    assert vl_convert.javascript_bundle is patched  # put back as it was found
+    assert any(on.rglob("*.pickle"))
