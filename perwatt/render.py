@@ -23,6 +23,7 @@ import html
 import json
 import os
 import re
+import threading
 from importlib import metadata
 
 from perwatt import datadir, store
@@ -175,6 +176,11 @@ def _configure(static: bool) -> None:
         alt.renderers.enable("jupyter", offline=True)
 
 
+#: Held while vl_convert.javascript_bundle is swapped: a second thread must not take the swapped-in
+#: function for the original and put it back for good.
+_SWAP = threading.Lock()
+
+
 def _enable_offline_widgets() -> None:
     """``alt.JupyterChart.enable_offline()``, with the JavaScript it has vl-convert bundle (about 2 s
     of CPU, in every live kernel) kept in the store (:mod:`perwatt.store`) when the store is on: a
@@ -182,18 +188,19 @@ def _enable_offline_widgets() -> None:
     import altair as alt
     import vl_convert
 
-    bundle = vl_convert.javascript_bundle
     version = metadata.version("vl-convert-python")
+    with _SWAP:
+        bundle = vl_convert.javascript_bundle
 
-    def remembered(*args, **kwargs) -> str:
-        return store.remembered(lambda: bundle(*args, **kwargs), datadir.resolved(), "vl_convert.javascript_bundle",
-                                (version, args, sorted(kwargs.items())))
+        def remembered(*args, **kwargs) -> str:
+            return store.remembered(lambda: bundle(*args, **kwargs), datadir.resolved(),
+                                    "vl_convert.javascript_bundle", (version, args, sorted(kwargs.items())))
 
-    vl_convert.javascript_bundle = remembered
-    try:
-        alt.JupyterChart.enable_offline()
-    finally:
-        vl_convert.javascript_bundle = bundle
+        vl_convert.javascript_bundle = remembered
+        try:
+            alt.JupyterChart.enable_offline()
+        finally:
+            vl_convert.javascript_bundle = bundle
 
 
 def flat_table_html(frame) -> str:

@@ -65,7 +65,7 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: C
     outcome = folder.with_suffix(".json")
     with exclusive(folder.with_suffix(".lock")):
         if not outcome.exists():
-            folder.mkdir()
+            folder.mkdir(exist_ok=True)  # left by an attempt stopped by a BaseException (pytest.fail, ^C)
             try:
                 result = {"value": compute(folder)}
             except Exception as err:
@@ -182,17 +182,20 @@ AXE_SCRIPT = devtools.REPO / ".venv" / "axe" / "node_modules" / "axe-core" / "ax
 
 @functools.cache
 def axe():
-    """An axe-playwright-python runner over the pinned axe-core; fails, naming the fix, if that is
+    """An axe-playwright-python runner over the pinned axe-core; an error naming the fix if that is
     missing or another version."""
     from axe_playwright_python.sync_playwright import Axe
 
+    # A plain error, not pytest.fail: once_per_run hands an Exception's message to every worker that asks.
     pinned = json.loads(AXE_LOCK.read_text(encoding="utf-8"))["packages"]["node_modules/axe-core"]["version"]
+    install = ("mkdir -p .venv/axe && cp tests/axe/package.json tests/axe/package-lock.json .venv/axe/ && "
+               "npm ci --prefix .venv/axe (npm: on Debian, apt-get install nodejs npm)")
     if not AXE_SCRIPT.exists():
-        pytest.fail(f"axe-core is not installed at {AXE_SCRIPT}: run `make` (it needs npm; Debian: "
-                    "apt-get install nodejs npm), or `npm ci --prefix .venv/axe` after copying tests/axe/package*.json there")
+        raise RuntimeError(f"axe-core is not installed at {AXE_SCRIPT}; install it: {install}")
     found = re.match(r"/\*! axe v(\S+)", AXE_SCRIPT.read_text(encoding="utf-8")[:100])
     if not found or found.group(1) != pinned:
-        pytest.fail(f"{AXE_SCRIPT} is axe {found and found.group(1)}, not {pinned} as tests/axe/package-lock.json pins: run `make`")
+        raise RuntimeError(f"{AXE_SCRIPT} is axe {found and found.group(1)}, not {pinned} as "
+                           f"tests/axe/package-lock.json pins; install that: {install}")
     return Axe.from_file(AXE_SCRIPT)
 
 
