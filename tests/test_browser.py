@@ -452,11 +452,12 @@ def test_solutions_are_hidden_until_asked_for(site_url, browser):
         visit.close()
 
 
-def _violations(page) -> list[str]:
-    """Every axe violation on the page, of any impact, one line per failing element."""
+def _violations(page, context: str | None = None) -> list[str]:
+    """Every axe violation on the page (or in the elements ``context`` selects), of any impact, one
+    line per failing element."""
     # Details of the violations only: listing every element each passing rule checked doubled the
     # run on a chart page, and a pass is reported all the same (with one element).
-    results = axe().run(page, options={"resultTypes": ["violations"]})
+    results = axe().run(page, context=context, options={"resultTypes": ["violations"]})
     assert results.response["passes"], "axe checked nothing"
     return [f"{v['id']} ({v['impact']}): {node['target']}"
             for v in results.response["violations"] for node in v["nodes"]]
