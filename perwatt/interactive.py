@@ -52,7 +52,9 @@ LABEL_EM_PER_CHAR = 0.55
 #: slider grows to hold both lines (a widget row's fixed height would lay the track over the next one).
 PANEL_STYLE = ("<style>.perwatt-panel .widget-hslider .slider-container"
                f" {{ min-width: {SLIDER_MIN_TRACK_EM:g}em; flex: 1 1 auto; }}"
-               " .perwatt-panel .widget-hslider { height: auto; min-height: var(--jp-widgets-inline-height); }</style>")
+               " .perwatt-panel .widget-hslider { height: auto; min-height: var(--jp-widgets-inline-height); }"
+               # In the stylesheet, not the Layout: ipywidgets' Layout has no `gap` (only grid_gap, for grids).
+               " .perwatt-panel .perwatt-controls { gap: 0.5em 1.5em; }</style>")
 #: As wide as the panel at most, its margins included.
 FULL_WIDTH = "calc(100% - 2 * var(--jp-widgets-margin))"
 
@@ -318,7 +320,8 @@ class FigurePanel(widgets.VBox):
         for widget in self.controls.values():
             widget.observe(self._redraw, names="value")
         box = widgets.Box([widgets.HTML(PANEL_STYLE), *self.controls.values()],
-                          layout=widgets.Layout(flex_flow="row wrap", gap="0.5em 1.5em"))
+                          layout=widgets.Layout(flex_flow="row wrap"))
+        box.add_class("perwatt-controls")
         super().__init__([box, self.view])
         self.add_class("perwatt-panel")
 

@@ -135,6 +135,10 @@ def test_every_slider_keeps_a_usable_track(notebook_page, width):
     # Kept wide, and still inside the cell, each control clear of the others: a slider too wide
     # for its row wraps, its track below its label, and the next control moves down to make room.
     layout = page.evaluate(CONTROL_LAYOUT)
+    gaps = page.evaluate("() => [...document.querySelectorAll('.perwatt-panel .perwatt-controls')]"
+                         ".map((box) => [getComputedStyle(box).rowGap, getComputedStyle(box).columnGap])")
+    assert len(gaps) == len(layout) and all(row != "normal" and float(row[:-2]) > 0 and float(col[:-2]) > float(row[:-2])
+                                            for row, col in gaps), gaps
     assert [p["past"] for p in layout if p["past"] > 0.5] == [], f"at {width}px"
     assert [p["overlapping"] for p in layout if p["overlapping"]] == [], f"at {width}px"
 
