@@ -18,6 +18,12 @@ WINDOWS_ONLY := colorama pywinpty
 MACOS_ONLY := appnope
 ONLY_THERE := $(if $(findstring win,$(PLATFORM)),$(WINDOWS_ONLY),$(if $(findstring macosx,$(PLATFORM)),$(MACOS_ONLY),))
 
+# Installed by jupyter-events' and nbformat's `jsonschema[format-nongpl]`, used by nothing here: with
+# rfc3987-syntax present, `import jsonschema` (which Altair, nbformat and every kernel import) builds its
+# IRI parsers with lark, about 1.8 s of CPU per process. Without it, jsonschema leaves the "iri" format
+# unchecked (no schema here uses it) and `pip check` still passes.
+UNUSED := rfc3987-syntax lark
+
 .PHONY: book test check chapter clean wheelhouse
 
 # From npm, each exactly as its lockfile pins it: the hub's proxy (configurable-http-proxy) into $(VENV)/node, and
@@ -26,6 +32,7 @@ $(STAMP): requirements.txt requirements-test.txt requirements-hub.txt constraint
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	$(BIN)/python -m pip uninstall --quiet --yes $(UNUSED)
 	mkdir -p $(VENV)/node $(VENV)/axe && cp deploy/jupyterhub/package.json deploy/jupyterhub/package-lock.json $(VENV)/node/
 	cp tests/axe/package.json tests/axe/package-lock.json $(VENV)/axe/
 	if command -v npm >/dev/null; then npm ci --prefix $(VENV)/node --no-audit --no-fund --loglevel=error \

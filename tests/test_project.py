@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import jupytext
@@ -76,3 +79,28 @@ def test_ci_runs_the_readme_test_command():
     assert commands == ["make book", "make test"]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^make test$", ci, flags=re.MULTILINE)
+
+
+def _makefile_unused() -> list[str]:
+    found = re.search(r"^UNUSED := (.+)$", (REPO / "Makefile").read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert found, "Makefile: no UNUSED line"
+    return found.group(1).split()
+
+
+def test_make_leaves_out_the_iri_parser_every_jsonschema_import_would_build():
+    from importlib import metadata
+
+    unused = _makefile_unused()
+    assert unused == ["rfc3987-syntax", "lark"]
+    installed = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower() for d in metadata.distributions()}
+    assert set(unused) & installed == set(), "installed without make? run: .venv/bin/python -m pip uninstall -y " + " ".join(unused)
+    probe = subprocess.run([sys.executable, "-c", "import sys, jsonschema, altair, nbformat; "
+                            "print(sorted(m for m in sys.modules if m.startswith(('rfc3987', 'lark'))))"],
+                           capture_output=True, text=True, check=True, timeout=120)
+    assert probe.stdout.strip() == "[]"
+    # What the package would check, no schema installed here asks for (jsonschema's own tests aside).
+    site = Path(sysconfig.get_paths()["purelib"])
+    asking = re.compile(rb'"format"\s*:\s*"iri(-reference)?"')
+    users = [p.relative_to(site).as_posix() for p in site.rglob("*.json")
+             if p.relative_to(site).parts[0] != "jsonschema" and asking.search(p.read_bytes())]
+    assert users == []
