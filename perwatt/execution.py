@@ -7,10 +7,10 @@ imports and data checks every chapter begins with. Here (hooks connected by :mod
 * on a clean build, or after the model changed, as many kernels as there are cores start as soon
   as the configuration is read, and import the package and load its data while Sphinx sets up
   (:func:`start_early`);
-* once myst-nb's settings exist, the notebooks jupyter-cache lacks go to those kernels, the
-  longest first (:func:`submit_stale`); each kernel runs one notebook after another;
-* Sphinx reads every other page first, then each notebook as its kernel finishes it, caching it
-  exactly as myst-nb would just before myst-nb looks it up (:func:`reorder`, :func:`collect`).
+* once Sphinx knows which documents it will read, the notebooks among them that jupyter-cache
+  lacks go to those kernels, the longest first; each kernel runs one notebook after another;
+* Sphinx reads every other page first (:func:`submit_stale`), then each notebook as its kernel
+  finishes it, caching it exactly as myst-nb would just before myst-nb looks it up (:func:`collect`).
 
 A kernel that has run one chapter starts the next as a fresh kernel would: an empty namespace, the
 execution count back at 1, the chapters' folder as its working folder. What it keeps is what a
@@ -203,15 +203,18 @@ def start_early(app: Sphinx, every_notebook_is_stale: bool) -> None:
                                       app.config.nb_execution_allow_errors)
 
 
-def submit_stale(app: Sphinx) -> None:
-    """At builder-inited, once myst-nb's settings exist: every notebook jupyter-cache lacks goes to
-    the kernels, the longest first, so that no long one starts last while the others sit idle."""
+def submit_stale(app: Sphinx, env, docnames: list[str]) -> None:
+    """At env-before-read-docs: of the documents Sphinx is about to read (and so myst-nb would
+    execute), every notebook jupyter-cache lacks goes to the kernels, the longest first, so that no
+    long one starts last while the others sit idle. Sphinx then reads every page that waits for no
+    kernel first, then the notebooks in the order the kernels take them up. A rebuild after an edit
+    reads only what changed, so only that is checked (reading each notebook to match the cache was
+    a tenth of such a rebuild)."""
     from sphinx.util import logging
 
     pool = getattr(app, "perwatt_pool", None)
-    config = app.env.mystnb_config
-    stale = [] if config.execution_mode != "cache" else stale_notebooks(
-        app.env, sorted(app.env.project.discover(app.config.exclude_patterns, app.config.include_patterns)))
+    config = env.mystnb_config
+    stale = [] if config.execution_mode != "cache" else stale_notebooks(env, docnames)
     if not stale:
         if pool is not None:
             pool.close()
@@ -224,14 +227,6 @@ def submit_stale(app: Sphinx) -> None:
     for item in stale:
         pool.submit(*item)
     logging.getLogger(__name__).info(f"perwatt: executing {len(stale)} notebooks on {len(pool._threads)} kernel(s)")
-
-
-def reorder(app: Sphinx, env, docnames: list[str]) -> None:
-    """At env-before-read-docs: every page that waits for no kernel first, then the notebooks in the
-    order the kernels take them up."""
-    pool = getattr(app, "perwatt_pool", None)
-    if pool is None:
-        return
     rank = {path: i for i, path in enumerate(pool.order)}
     docnames.sort(key=lambda d: rank.get(Path(env.doc2path(d)), -1))
 

@@ -330,8 +330,7 @@ def setup(app: Sphinx) -> dict:
         app.connect(event, _keep_for_good, priority=999)
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _reread_all_if_model_changed)
-    app.connect("builder-inited", execution.submit_stale, priority=900)  # after myst-nb's settings exist
-    app.connect("env-before-read-docs", execution.reorder)
+    app.connect("env-before-read-docs", execution.submit_stale)
     app.connect("source-read", execution.collect)
     app.connect("env-updated", execution.close)
     app.connect("build-finished", execution.close, priority=100)  # when a build stops early too
