@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from perwatt import sphinxext
+from perwatt import sphinxext, upstream
 
 
 class _RecordingApp:
@@ -36,3 +36,26 @@ def test_the_build_exempts_what_it_keeps_from_the_collector_as_each_phase_ends()
     for event, priority in freezing.items():
         others = [p for e, h, p in app.handlers if e == event and h is not sphinxext._keep_for_good]
         assert all(p < priority for p in others), event
+
+
+def test_pybtex_finds_each_plugin_once_and_still_what_it_found_before():
+    import pybtex.plugin
+
+    uncached = getattr(pybtex.plugin.entry_points, "__wrapped__", pybtex.plugin.entry_points)
+    (found,) = uncached(group="pybtex.style.formatting", name="plain")
+    want = found.load()
+    upstream.connect(_RecordingApp())
+    lookups = pybtex.plugin.entry_points
+    assert lookups.__wrapped__ is uncached
+    assert pybtex.plugin.find_plugin("pybtex.style.formatting", "plain") is want
+    before = lookups.cache_info().hits
+    assert pybtex.plugin.find_plugin("pybtex.style.formatting", "plain") is want
+    assert lookups.cache_info().hits > before
+    # A plugin registered at run time is still found first.
+    class Mine(pybtex.plugin.Plugin):
+        pass
+    assert pybtex.plugin.register_plugin("pybtex.style.formatting", "perwatt-test-style", Mine)
+    try:
+        assert pybtex.plugin.find_plugin("pybtex.style.formatting", "perwatt-test-style") is Mine
+    finally:
+        pybtex.plugin._RUNTIME_PLUGINS["pybtex.style.formatting"].pop("perwatt-test-style")
