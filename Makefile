@@ -19,16 +19,17 @@ MACOS_ONLY := appnope
 ONLY_THERE := $(if $(findstring win,$(PLATFORM)),$(WINDOWS_ONLY),$(if $(findstring macosx,$(PLATFORM)),$(MACOS_ONLY),))
 
 # Installed by jupyter-events' and nbformat's `jsonschema[format-nongpl]`, used by nothing here: with
-# rfc3987-syntax present, `import jsonschema` (which Altair, nbformat and every kernel import) builds its
-# IRI parsers with lark, about 1.8 s of CPU per process. Without it, jsonschema leaves the "iri" format
-# unchecked (no schema here uses it) and `pip check` still passes.
+# rfc3987-syntax present, `import jsonschema` builds its IRI parsers with lark, about 1.8 s of CPU per
+# process. Importing perwatt first stops that in kernels (perwatt/__init__.py, for students' installs
+# too); this stops it where jsonschema comes first: Jupyter Book's own process, Jupyter servers. Without
+# it, jsonschema leaves the "iri" formats unchecked (no installed schema uses them; `pip check` passes).
 UNUSED := rfc3987-syntax lark
 
 .PHONY: book test check chapter clean wheelhouse
 
 # From npm, each exactly as its lockfile pins it: the hub's proxy (configurable-http-proxy) into $(VENV)/node, and
 # axe-core, the browser tests' accessibility checker, into $(VENV)/axe. Without npm those tests fail and say so.
-$(STAMP): requirements.txt requirements-test.txt requirements-hub.txt constraints.txt pyproject.toml deploy/jupyterhub/package-lock.json tests/axe/package-lock.json
+$(STAMP): Makefile requirements.txt requirements-test.txt requirements-hub.txt constraints.txt pyproject.toml deploy/jupyterhub/package-lock.json tests/axe/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt

@@ -93,7 +93,7 @@ def test_make_leaves_out_the_iri_parser_every_jsonschema_import_would_build():
     unused = _makefile_unused()
     assert unused == ["rfc3987-syntax", "lark"]
     installed = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower() for d in metadata.distributions()}
-    assert set(unused) & installed == set(), "installed without make? run: .venv/bin/python -m pip uninstall -y " + " ".join(unused)
+    assert set(unused) & installed == set(), "set up before make removed them? run make again, or: .venv/bin/python -m pip uninstall -y " + " ".join(unused)
     probe = subprocess.run([sys.executable, "-c", "import sys, jsonschema, altair, nbformat; "
                             "print(sorted(m for m in sys.modules if m.startswith(('rfc3987', 'lark'))))"],
                            capture_output=True, text=True, check=True, timeout=120)
