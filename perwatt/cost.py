@@ -108,10 +108,11 @@ def per_million(usd_per_hour, tokens_per_s, prefill_share, input_fraction) -> di
     """US$ per million tokens from a chip-hour's price and the chip's total (input + output)
     tokens/s: over all tokens (``total``), and per input and per output token, the chip-hour shared
     by time (``prefill_share`` of it to the input tokens, the rest to the output tokens)."""
-    per_token = usd_per_hour / SECONDS_PER_HOUR / tokens_per_s
-    out = {"total": per_token * 1e6,
-           "input": prefill_share * per_token / input_fraction * 1e6,
-           "output": (1 - prefill_share) * per_token / (1 - input_fraction) * 1e6}
+    with np.errstate(over="ignore"):  # an overflow is refused below, by name, not warned about
+        per_token = usd_per_hour / SECONDS_PER_HOUR / tokens_per_s
+        out = {"total": per_token * 1e6,
+               "input": prefill_share * per_token / input_fraction * 1e6,
+               "output": (1 - prefill_share) * per_token / (1 - input_fraction) * 1e6}
     for key, value in out.items():
         if not np.all(np.isfinite(value)):  # a rate or a share so close to 0 (or 1) that a float overflows
             raise ValueError(f"tokens_per_s and input_fraction: the cost per {key} token overflows a float "

@@ -33,6 +33,15 @@ def test_per_million_by_hand():
     assert costs["output"] == pytest.approx(3.75, rel=1e-12)
 
 
+def test_a_cost_too_large_for_a_float_is_refused_by_name_without_a_numpy_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered" would be raised here
+        with pytest.raises(ValueError, match="tokens_per_s and input_fraction: the cost per input token overflows"):
+            cost.per_million(2.21, 1e-300, 0.3, 1e-300)
+
+
 @given(usd=HOURLY, tokens=RATE, share=st.floats(0.0, 1.0), fraction=st.floats(0.01, 0.99))
 def test_input_and_output_costs_add_up_to_the_chip_hour(usd, tokens, share, fraction):
     costs = cost.per_million(usd, tokens, share, fraction)
