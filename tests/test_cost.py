@@ -39,7 +39,7 @@ def test_a_cost_too_large_for_a_float_is_refused_by_name_without_a_numpy_warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's "overflow encountered" would be raised here
         with pytest.raises(ValueError, match="tokens_per_s and input_fraction: the cost per input token overflows"):
-            cost.per_million(2.21, 1e-6, 0.3, 1e-305)
+            cost.per_million(2.21, np.array([1e-6, 1.0]), 0.3, 1e-305)
 
 
 @given(usd=HOURLY, tokens=RATE, share=st.floats(0.0, 1.0), fraction=st.floats(0.01, 0.99))
