@@ -223,12 +223,12 @@ def shipped_pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
 
 
-def loaded_assets(site: Path) -> tuple[set[Path], set[Path]]:
+def loaded_assets(site: Path, scans: iconfont.Scans | None = None) -> tuple[set[Path], set[Path]]:
     """The local stylesheets (with those they @import) and scripts the site's pages load."""
-    site = site.resolve()
+    site, scans = site.resolve(), scans or iconfont.Scans()
     assets: set[Path] = set()
     for page in shipped_pages(site):
-        assets |= iconfont.linked_assets(page, page.read_text(encoding="utf-8"), site)
+        assets |= iconfont.page_assets(page, page.read_text(encoding="utf-8"), site, scans)
     sheets = _with_imports({p for p in assets if p.suffix == ".css"}, site)
     return sheets, {p for p in assets if p.suffix == ".js"}
 
@@ -260,9 +260,14 @@ def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = Non
     results are kept there and used again by later builds (:func:`prune_remembered`)."""
     if not site.is_dir():
         raise FileNotFoundError(f"prune_site: site {site} is not a folder")
-    sheets, scripts = loaded_assets(site)
-    words = corpus((p.read_text(encoding="utf-8") for p in shipped_pages(site)),
-                   (p.read_text(encoding="utf-8") for p in sorted(scripts)))
+    # What each page and script was found to hold is kept beside the pruned sheets (iconfont.Scans).
+    scans = iconfont.Scans(None if cache is None else cache / "scans.json")
+    sheets, scripts = loaded_assets(site, scans)
+    words = corpus(((" ".join(scans("words", text, lambda: WORD.findall(text))))
+                    for text in (p.read_text(encoding="utf-8") for p in shipped_pages(site))),
+                   (" ".join(scans("words", text, lambda: WORD.findall(text)))
+                    for text in (p.read_text(encoding="utf-8") for p in sorted(scripts))))
+    scans.save()
     results = []
     for sheet in sorted(sheets):
         if sheet.name in leave:

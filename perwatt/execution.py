@@ -32,20 +32,32 @@ from sphinx.application import Sphinx
 from perwatt import devtools
 
 
-def stale_notebooks(env, docnames: list[str]) -> list[tuple[Path, object, dict | None]]:
-    """The documents about to be read that are notebooks jupyter-cache has no outputs for, each
-    read exactly as myst-nb reads it (so the cache entry written for it is the one myst-nb looks up)."""
-    from jupyter_cache import get_cache
+def _notebooks(env, docnames: list[str]) -> list[tuple[Path, object, str]]:
+    """Of the documents about to be read, the notebooks: each path, myst-nb's reader and the text."""
     from myst_nb.core.read import create_nb_reader
 
-    cache = get_cache(env.mystnb_config.execution_cache_path or ".jupyter_cache")
-    stale = []
+    found = []
     for docname in docnames:
         path = Path(env.doc2path(docname))
         text = path.read_text(encoding="utf-8")
         reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
-        if reader is None:
-            continue  # plain Markdown, never executed
+        if reader is not None:  # else plain Markdown, never executed
+            found.append((path, reader, text))
+    return found
+
+
+def stale_notebooks(env, docnames: list[str]) -> list[tuple[Path, object, dict | None]]:
+    """The documents about to be read that are notebooks jupyter-cache has no outputs for, each
+    read exactly as myst-nb reads it (so the cache entry written for it is the one myst-nb looks up)."""
+    return _stale(env, _notebooks(env, docnames))
+
+
+def _stale(env, notebooks: list[tuple[Path, object, str]]) -> list[tuple[Path, object, dict | None]]:
+    from jupyter_cache import get_cache
+
+    cache = get_cache(env.mystnb_config.execution_cache_path or ".jupyter_cache")
+    stale = []
+    for path, reader, text in notebooks:
         notebook = reader.read(text)
         try:
             cache.match_cache_notebook(notebook)
@@ -209,12 +221,16 @@ def submit_stale(app: Sphinx, env, docnames: list[str]) -> None:
     long one starts last while the others sit idle. Sphinx then reads every page that waits for no
     kernel first, then the notebooks in the order the kernels take them up. A rebuild after an edit
     reads only what changed, so only that is checked (reading each notebook to match the cache was
-    a tenth of such a rebuild)."""
+    a tenth of such a rebuild), and one notebook alone is left to myst-nb."""
     from sphinx.util import logging
 
     pool = getattr(app, "perwatt_pool", None)
     config = env.mystnb_config
-    stale = [] if config.execution_mode != "cache" else stale_notebooks(env, docnames)
+    notebooks = _notebooks(env, docnames) if config.execution_mode == "cache" else []
+    # One notebook and no kernel started (a rebuild after an edit): nothing would run beside it, so
+    # myst-nb's own cache check, and its run if the cache lacks it, do it once, not twice (the check
+    # opens the cache and hashes the notebook, about a twentieth of such a rebuild).
+    stale = _stale(env, notebooks) if pool is not None or len(notebooks) > 1 else []
     if not stale:
         if pool is not None:
             pool.close()

@@ -21,9 +21,10 @@ does, and the browser tests check that every glyph a page shows is drawn from th
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +85,10 @@ def trim_icon_rules(css: str, keep: set[str]) -> str:
 
 def class_tokens(html: str) -> set[str]:
     """The ``fa-*`` classes on a page's elements (not words in its text)."""
-    return {token for match in CLASS_ATTRIBUTE.finditer(html)
-            for token in CLASS_TOKEN.findall(match.group(1) or match.group(2) or "")}
+    # One search over every class attribute's value, spaced apart so no token runs from one into the
+    # next: a search per attribute was most of the time the build spent finding the icons in use.
+    values = " ".join(match.group(1) or match.group(2) or "" for match in CLASS_ATTRIBUTE.finditer(html))
+    return set(CLASS_TOKEN.findall(values))
 
 
 def linked_assets(page: Path, html: str, root: Path) -> set[Path]:
@@ -100,6 +103,39 @@ def linked_assets(page: Path, html: str, root: Path) -> set[Path]:
     return found
 
 
+class Scans:
+    """What a scan of a text found, kept in the JSON file ``path`` under the scan's name and the
+    text's digest, for the next build: a rebuild after an edit rewrites two or three pages, and
+    scanning all of them and their scripts again was a twentieth of it. Only the entries looked up
+    are written back, so the file holds one build's worth. Without a path nothing is kept."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path, self._found = path, {}
+        try:
+            self._kept = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else {}
+        except (ValueError, OSError):  # unreadable: scan again
+            self._kept = {}
+
+    def __call__(self, scan: str, text: str, compute: Callable[[], Iterable[str]]) -> list[str]:
+        key = f"{scan}:{hashlib.sha256(text.encode()).hexdigest()}"
+        if key not in self._found:
+            kept = self._kept.get(key)
+            self._found[key] = kept if isinstance(kept, list) else sorted(set(compute()))
+        return self._found[key]
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(self._found, sort_keys=True), encoding="utf-8")
+
+
+def page_assets(page: Path, html: str, root: Path, scans: Scans) -> set[Path]:
+    """:func:`linked_assets`, through ``scans`` (the page's place is part of what is scanned)."""
+    found = scans(f"assets of {page.relative_to(root).as_posix()}", html,
+                  lambda: (p.relative_to(root).as_posix() for p in linked_assets(page, html, root)))
+    return {root / name for name in found if (root / name).is_file()}
+
+
 @dataclass(frozen=True)
 class IconUse:
     classes: frozenset[str]  # icon classes the pages or their scripts use
@@ -107,26 +143,28 @@ class IconUse:
     unknown: frozenset[str]  # fa-* classes in the markup that no loaded stylesheet defines
 
 
-def find_icon_use(site: Path, icon_css: str) -> IconUse:
-    """Which icons the built site at ``site`` can show; ``icon_css`` is the untrimmed icon stylesheet."""
-    site = site.resolve()
+def find_icon_use(site: Path, icon_css: str, scans: Scans | None = None) -> IconUse:
+    """Which icons the built site at ``site`` can show; ``icon_css`` is the untrimmed icon stylesheet.
+    With ``scans``, what each page, script and stylesheet was found to hold is looked up there first."""
+    site, scans = site.resolve(), scans or Scans()
     icons = icon_characters(icon_css)
     markup, assets = set(), set()
     for page in site.rglob("*.html"):
         if "_static" in page.relative_to(site).parts:
             continue
         html = page.read_text(encoding="utf-8")
-        markup |= class_tokens(html)
-        assets |= linked_assets(page, html, site)
-    stylesheets = {path: (icon_css if path.as_posix().endswith(STYLESHEET) else path.read_text(encoding="utf-8"))
-                   for path in assets if path.suffix == ".css"}
-    scripted = {token for path in assets if path.suffix == ".js"
-                for token in CLASS_TOKEN.findall(path.read_text(encoding="utf-8"))}
+        markup.update(scans("icon classes", html, lambda: class_tokens(html)))
+        assets |= page_assets(page, html, site, scans)
+    stylesheets = [icon_css if path.as_posix().endswith(STYLESHEET) else path.read_text(encoding="utf-8")
+                   for path in assets if path.suffix == ".css"]
+    scripts = [path.read_text(encoding="utf-8") for path in assets if path.suffix == ".js"]
+    scripted = {token for js in scripts for token in scans("icon names", js, lambda: CLASS_TOKEN.findall(js))}
     classes = (markup | scripted) & set(icons)
     characters = {c for name in classes for c in icons[name]}
-    for css in stylesheets.values():
-        characters |= css_drawn_characters(css)
-    defined = set(CLASS_TOKEN.findall("\n".join(stylesheets.values())))
+    defined = set()
+    for css in stylesheets:
+        characters.update(scans("drawn icons", css, lambda: css_drawn_characters(css)))
+        defined.update(scans("icon names", css, lambda: CLASS_TOKEN.findall(css)))
     return IconUse(frozenset(classes), frozenset(characters), frozenset(markup - defined))
 
 
@@ -165,9 +203,11 @@ def _subset_remembered(source: Path, target: Path, characters: Iterable[str], fl
 def ship_used_icons(static: Path, theme_static: Path, cache: Path | None = None) -> IconUse:
     """Cut the icon fonts and rules in the built site's ``static`` folder to what its pages use,
     from the originals in the theme's ``theme_static`` folder. With ``cache``, the cut fonts are
-    kept there for later builds that use the same icons."""
+    kept there for later builds that use the same icons, and what each file was found to hold."""
     icon_css = (theme_static / STYLESHEET).read_text(encoding="utf-8")
-    use = find_icon_use(static.parent, icon_css)
+    scans = Scans(None if cache is None else cache / "scans.json")
+    use = find_icon_use(static.parent, icon_css, scans)
+    scans.save()
     (static / STYLESHEET).write_text(trim_icon_rules(icon_css, set(use.classes)), encoding="utf-8")
     for name in FONTS:
         for suffix, flavor in FORMATS.items():

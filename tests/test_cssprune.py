@@ -119,6 +119,22 @@ def test_the_site_s_linked_and_imported_stylesheets_are_pruned_in_place(tmp_path
     assert (static / "unlinked.css").read_text(encoding="utf-8") == ".never-used{a:b}"
 
 
+def test_a_rebuild_prunes_the_same_from_what_the_last_one_kept_and_sees_a_page_that_changed(tmp_path):
+    cache = tmp_path / "kept"
+    first, second = _site(tmp_path / "one"), _site(tmp_path / "two")
+    cssprune.prune_site(first, leave={"own.css"}, cache=cache)
+    assert (cache / "scans.json").is_file()
+    cssprune.prune_site(second, leave={"own.css"}, cache=cache)
+    assert (second / "_static" / "design.css").read_text(encoding="utf-8") == ".show{a:b}"
+    assert (second / "_static" / "basic.css").read_text(encoding="utf-8") == ".navbar{a:b}.searchbox{c:d}"
+    # The page now names sd-card: a third build must keep its rule, whatever the last one kept.
+    third = _site(tmp_path / "three")
+    page = third / "chapters" / "a.html"
+    page.write_text(page.read_text(encoding="utf-8") + '<div class="sd-card"></div>', encoding="utf-8")
+    cssprune.prune_site(third, leave={"own.css"}, cache=cache)
+    assert (third / "_static" / "design.css").read_text(encoding="utf-8").startswith(".show{a:b}.sd-card{c:d}\n")
+
+
 def test_a_missing_site_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         cssprune.prune_site(tmp_path / "nowhere")

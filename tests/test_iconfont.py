@@ -68,6 +68,30 @@ def test_the_icons_found_are_the_pages_their_scripts_and_their_stylesheets(tmp_p
     assert use.unknown == {"fa-spelled-wrong"}
 
 
+def test_a_rebuild_finds_the_same_icons_from_what_the_last_one_kept_and_rescans_a_changed_page(tmp_path):
+    css = CSS + '.fa-xmark:before{content:"\\f00d"}.fa-solid{font-weight:900}'
+    site, kept = _site(tmp_path), tmp_path / "scans.json"
+    first = iconfont.Scans(kept)
+    use = iconfont.find_icon_use(site, css, first)
+    first.save()
+    assert use == iconfont.find_icon_use(site, css)
+    # Kept: a second build computes nothing again.
+    second = iconfont.Scans(kept)
+    calls = []
+    def counted(scan, text, compute):
+        return iconfont.Scans.__call__(second, scan, text, lambda: calls.append(scan) or compute())
+    assert iconfont.find_icon_use(site, css, counted) == use and calls == []
+    # A page that changed is scanned again, and what it now holds counts.
+    page = site / "chapters" / "a.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("fa-sun", "fa-moon"), encoding="utf-8")
+    moved = iconfont.find_icon_use(site, css, iconfont.Scans(kept))
+    assert "fa-moon" in moved.classes and "fa-sun" not in moved.classes and MOON in moved.characters
+    assert moved == iconfont.find_icon_use(site, css)
+    # An unreadable file is scanned afresh, not trusted.
+    kept.write_text("{not json", encoding="utf-8")
+    assert iconfont.find_icon_use(site, css, iconfont.Scans(kept)) == moved
+
+
 def _cmap(path: Path) -> set[int]:
     return set(TTFont(path).getBestCmap())
 
