@@ -262,11 +262,13 @@ def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = Non
         raise FileNotFoundError(f"prune_site: site {site} is not a folder")
     # What each page and script was found to hold is kept beside the pruned sheets (iconfont.Scans).
     scans = iconfont.Scans(None if cache is None else cache / "scans.json")
+
+    def words_in(path: Path) -> str:
+        text = path.read_text(encoding="utf-8")
+        return " ".join(scans("words", text, lambda: WORD.findall(text)))
+
     sheets, scripts = loaded_assets(site, scans)
-    words = corpus(((" ".join(scans("words", text, lambda: WORD.findall(text))))
-                    for text in (p.read_text(encoding="utf-8") for p in shipped_pages(site))),
-                   (" ".join(scans("words", text, lambda: WORD.findall(text)))
-                    for text in (p.read_text(encoding="utf-8") for p in sorted(scripts))))
+    words = corpus(map(words_in, shipped_pages(site)), map(words_in, sorted(scripts)))
     scans.save()
     results = []
     for sheet in sorted(sheets):

@@ -46,13 +46,9 @@ def _notebooks(env, docnames: list[str]) -> list[tuple[Path, object, str]]:
     return found
 
 
-def stale_notebooks(env, docnames: list[str]) -> list[tuple[Path, object, dict | None]]:
-    """The documents about to be read that are notebooks jupyter-cache has no outputs for, each
-    read exactly as myst-nb reads it (so the cache entry written for it is the one myst-nb looks up)."""
-    return _stale(env, _notebooks(env, docnames))
-
-
 def _stale(env, notebooks: list[tuple[Path, object, str]]) -> list[tuple[Path, object, dict | None]]:
+    """The notebooks (from :func:`_notebooks`) jupyter-cache has no outputs for, each read exactly as
+    myst-nb reads it (so the cache entry written for it is the one myst-nb looks up)."""
     from jupyter_cache import get_cache
 
     cache = get_cache(env.mystnb_config.execution_cache_path or ".jupyter_cache")
