@@ -242,15 +242,22 @@ def handout(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bool
 
 def filename(chapter: Path, answers: bool = False) -> str:
     """``01-per-watt.ipynb``: the chapter's place in the reading order, then its name."""
-    position = [p.stem for p in devtools.chapter_files()].index(chapter.stem)
-    return f"{position:02d}-{chapter.stem}{'-answers' if answers else ''}.ipynb"
+    return filenames(answers)[chapter.stem]
+
+
+def filenames(answers: bool = False) -> dict[str, str]:
+    """Every chapter's :func:`filename`, by the chapter's stem, from one reading of the table of
+    contents and the chapters (naming each chapter on its own reads them all again)."""
+    return {p.stem: f"{position:02d}-{p.stem}{'-answers' if answers else ''}.ipynb"
+            for position, p in enumerate(devtools.chapter_files())}
 
 
 def render(chapters: list[Path], index: BookIndex, build: Path = BUILD, answers: bool = False,
            cache: Path | None = None) -> dict[str, str]:
     """Each chapter's handout as the exact text to write, by file name. With ``cache``, each text is
     kept there under everything it is made from, for later builds (the build passes one)."""
-    return {filename(c, answers): _rendered(c, index, glue_values(c, build), answers, cache) for c in chapters}
+    names = filenames(answers)
+    return {names[c.stem]: _rendered(c, index, glue_values(c, build), answers, cache) for c in chapters}
 
 
 def _rendered(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bool, cache: Path | None) -> str:

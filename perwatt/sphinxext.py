@@ -284,7 +284,7 @@ def _handout_names(app: Sphinx) -> dict[str, str]:
     from perwatt import handouts
 
     if not hasattr(app, "perwatt_handout_names"):
-        app.perwatt_handout_names = {f"chapters/{p.stem}": handouts.filename(p) for p in devtools.chapter_files()}
+        app.perwatt_handout_names = {f"chapters/{stem}": name for stem, name in handouts.filenames().items()}
     return app.perwatt_handout_names
 
 

@@ -50,6 +50,15 @@ def test_one_notebook_per_chapter_in_reading_order(written):
     assert [p.name for p in written] == [f"{i:02d}-{c.stem}.ipynb" for i, c in enumerate(devtools.chapter_files())]
 
 
+def test_every_name_at_once_is_each_name_on_its_own():
+    chapters = devtools.chapter_files()
+    for answers in (False, True):
+        names = handouts.filenames(answers)
+        assert list(names) == [c.stem for c in chapters]
+        assert names == {c.stem: handouts.filename(c, answers) for c in chapters}
+    assert handouts.filenames(True)[chapters[1].stem] == f"01-{chapters[1].stem}-answers.ipynb"
+
+
 def test_no_raw_myst_and_no_plumbing(written):
     for path, chapter in zip(written, devtools.chapter_files()):
         notebook = _read(path)
