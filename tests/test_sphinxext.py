@@ -59,3 +59,52 @@ def test_pybtex_finds_each_plugin_once_and_still_what_it_found_before():
         assert pybtex.plugin.find_plugin("pybtex.style.formatting", "perwatt-test-style") is Mine
     finally:
         pybtex.plugin._RUNTIME_PLUGINS["pybtex.style.formatting"].pop("perwatt-test-style")
+
+
+BIB = """@article{one, author = {Ada Lovelace and Charles Babbage}, title = {{TITLE}}, journal = {Notes}, year = {1843}}
+@book{two, author = {Grace Hopper}, title = {A Compiler}, publisher = {Remington Rand}, year = {1952}}
+"""
+
+
+def test_bibliographies_are_formatted_again_only_when_their_entries_change(tmp_path, monkeypatch):
+    import io
+
+    from pybtex.style.formatting import BaseStyle
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text("extensions = ['sphinxcontrib.bibtex']\nbibtex_bibfiles = ['refs.bib']\n"
+                                 "def setup(app):\n    from perwatt import upstream\n    upstream._bibtex_formats_kept()\n")
+    (src / "index.rst").write_text("Title\n=====\n\nAs :cite:t:`one` and :cite:p:`two` say.\n\n.. bibliography::\n")
+    formatted = []
+    format_entry = BaseStyle.format_entry
+    monkeypatch.setattr(BaseStyle, "format_entry", lambda self, label, entry, *a, **k: (
+        formatted.append(entry.key), format_entry(self, label, entry, *a, **k))[1])
+
+    def build(title: str, prose: str = "", bib: str = BIB) -> str:
+        (src / "refs.bib").write_text(bib.replace("TITLE", title))
+        (src / "index.rst").write_text((src / "index.rst").read_text() + prose)
+        formatted.clear()
+        warnings.seek(0)
+        warnings.truncate()
+        app = Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings)
+        app.build()
+        assert app.statuscode == 0
+        return (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+
+    warnings = io.StringIO()
+
+    first = build("Sketch of the Analytical Engine")
+    # Each entry formatted for the list and for its tooltip.
+    assert sorted(formatted) == ["one", "one", "two", "two"] and "Sketch of the Analytical Engine" in first
+    again = build("Sketch of the Analytical Engine", prose="\nMore prose.\n")
+    assert formatted == [] and again.replace("<p>More prose.</p>\n", "") == first
+    changed = build("Notes on the Engine")
+    assert sorted(formatted) == ["one", "one", "two", "two"]
+    assert "Notes on the Engine" in changed and "Sketch of the Analytical Engine" not in changed
+    # An entry that cannot be formatted warns at every build, not only the first.
+    broken = BIB.replace(", journal = {Notes}", "")
+    for prose in ("", "\nEven more prose.\n"):
+        build("Notes on the Engine", prose, bib=broken)
+        assert "missing journal in one" in warnings.getvalue() and "one" in formatted, prose
