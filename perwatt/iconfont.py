@@ -122,7 +122,8 @@ class Scans:
         return self._found[key]
 
     def save(self) -> None:
-        if self.path is not None:
+        """Write what this build looked up, unless that is what the file holds already."""
+        if self.path is not None and self._found != self._kept:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(self._found, sort_keys=True), encoding="utf-8")
 
@@ -145,7 +146,9 @@ def find_icon_use(site: Path, icon_css: str, scans: Scans | None = None) -> Icon
     """Which icons the built site at ``site`` can show; ``icon_css`` is the untrimmed icon stylesheet.
     With ``scans``, what each page, script and stylesheet was found to hold is looked up there first."""
     site, scans = site.resolve(), scans or Scans()
-    icons = icon_characters(icon_css)
+    # As "name characters" lines: a scan keeps lists of text (class names hold no space).
+    icons = dict(line.split(" ", 1) for line in scans(
+        "icon rules", icon_css, lambda: (f"{name} {drawn}" for name, drawn in icon_characters(icon_css).items())))
     markup, assets = set(), set()
     for page in site.rglob("*.html"):
         if "_static" in page.relative_to(site).parts:

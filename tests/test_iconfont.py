@@ -3,6 +3,7 @@ the fonts written (from the theme's real Font Awesome files)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pydata_sphinx_theme
@@ -81,6 +82,11 @@ def test_a_rebuild_finds_the_same_icons_from_what_the_last_one_kept_and_rescans_
     def counted(scan, text, compute):
         return iconfont.Scans.__call__(second, scan, text, lambda: calls.append(scan) or compute())
     assert iconfont.find_icon_use(site, css, counted) == use and calls == []
+    # Nothing new found: the file is left as it is, not written again.
+    before = kept.stat().st_mtime_ns
+    os.utime(kept, ns=(before - 10**9, before - 10**9))
+    second.save()
+    assert kept.stat().st_mtime_ns == before - 10**9
     # A page that changed is scanned again, and what it now holds counts.
     page = site / "chapters" / "a.html"
     page.write_text(page.read_text(encoding="utf-8").replace("fa-sun", "fa-moon"), encoding="utf-8")
