@@ -286,9 +286,11 @@ def _move(page, chart_id: str, control: Control, value) -> None:
     if control.widget == "slider":
         slider = page.locator(f"{scope} input[type=range][name='{control.name}']")
         slider.focus()
-        slider.press("Home")
-        for _ in range(control.options.index(value)):
-            slider.press("ArrowRight")
+        # By keyboard, from whichever end is nearer: each key press is a round trip and a recompute.
+        stop, last = control.options.index(value), len(control.options) - 1
+        slider.press("Home" if stop <= last - stop else "End")
+        for _ in range(stop if stop <= last - stop else last - stop):
+            slider.press("ArrowRight" if stop <= last - stop else "ArrowLeft")
     elif control.widget == "radio":
         page.locator(f"{scope} input[type=radio][name='{control.name}'][value='{value}']").check()
     else:
@@ -300,20 +302,28 @@ def _move(page, chart_id: str, control: Control, value) -> None:
     page.evaluate("async (id) => { await window.perwatt.embeds[id].view.runAsync(); return true; }", chart_id)
 
 
+#: Each control's value as its input shows it, in one call: a slider's or dropdown's value, the
+#: checked radio button's (null when none is checked, or when the chart has no such input).
+INPUT_VALUES = """([id, controls]) => controls.map(([name, widget]) => {
+  const scope = document.querySelector('#' + id + ' .vega-bindings');
+  const selector = {slider: `input[type=range][name="${name}"]`, radio: `input[type=radio][name="${name}"]:checked`}[widget]
+    || `select[name="${name}"]`;
+  const input = scope && scope.querySelector(selector);
+  return input ? input.value : null;
+})"""
+
+
 def _current_setting(page, chart_id: str, figure: InteractiveFigure) -> dict:
     """Read every control's value off the page, as the reader sees it."""
     setting = {}
-    for control in figure.controls:
-        scope = f"#{chart_id} .vega-bindings"
+    shown = page.evaluate(INPUT_VALUES, [chart_id, [[c.name, c.widget] for c in figure.controls]])
+    for control, raw in zip(figure.controls, shown, strict=True):
+        assert raw is not None, f"{chart_id}: no {control.widget} input shows {control.name}"
         if control.widget == "slider":
-            raw = float(page.locator(f"{scope} input[type=range][name='{control.name}']").input_value())
+            raw = float(raw)
             setting[control.name] = min(control.options, key=lambda v: abs(v - raw))
             assert abs(setting[control.name] - raw) < control.step / 1000
         else:
-            if control.widget == "radio":
-                raw = page.locator(f"{scope} input[type=radio][name='{control.name}']:checked").get_attribute("value")
-            else:
-                raw = page.locator(f"{scope} select[name='{control.name}']").input_value()
             # The page holds text; map it back to the option it stands for (numbers stay numbers).
             matches = [v for v in control.options
                        if str(v) == raw or (isinstance(v, (int, float)) and _number(raw) == v)]
