@@ -5,7 +5,7 @@ folder, builds each from clean, then edits one sentence of prose in each and reb
 Targets: clean build ≤ 3× the empty book; cached rebuild after a prose-only edit ≤ 1.2×.
 
 One build of each is not enough on a shared 2-core machine: the same empty book's clean build has
-taken anywhere from 4.4 to 8.0 s. So the two books take turns, the empty book's clean build three
+taken anywhere from 3.2 to 8.4 s. So the two books take turns, the empty book's clean build three
 times and the book's twice (each from nothing: output and execution cache removed), then five
 rebuilds each after a prose edit; each ratio is of the medians, and every sample is reported.
 
