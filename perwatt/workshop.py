@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from perwatt import handouts
 
     if args.command == "links":
-        return hub.run(args, [handouts.filename(chapter) for chapter in devtools.chapter_files()])
+        return hub.run(args, list(handouts.filenames().values()))
     try:
         written = handouts.write(args.out, force=args.force, answers=args.answers)
     except handouts.HandoutError as err:
