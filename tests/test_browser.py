@@ -288,9 +288,10 @@ def _move(page, chart_id: str, control: Control, value) -> None:
         slider.focus()
         # By keyboard, from whichever end is nearer: each key press is a round trip and a recompute.
         stop, last = control.options.index(value), len(control.options) - 1
-        slider.press("Home" if stop <= last - stop else "End")
-        for _ in range(stop if stop <= last - stop else last - stop):
-            slider.press("ArrowRight" if stop <= last - stop else "ArrowLeft")
+        from_start = stop <= last - stop
+        slider.press("Home" if from_start else "End")
+        for _ in range(stop if from_start else last - stop):
+            slider.press("ArrowRight" if from_start else "ArrowLeft")
     elif control.widget == "radio":
         page.locator(f"{scope} input[type=radio][name='{control.name}'][value='{value}']").check()
     else:
