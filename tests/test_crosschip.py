@@ -251,7 +251,16 @@ def test_the_page_copies_rows_per_case_only_on_a_frontier_and_per_target_only_wh
     flattens = [i for i, step in enumerate(steps) if "flatten" in step]
     # Rows are copied per slot before any control is read, and per case only after the frontier.
     assert steps[flattens[0]]["flatten"] == ["slot"] and all("model" not in str(s) for s in steps[:flattens[0]])
-    assert steps[flattens[1]]["flatten"] == ["case"] and steps[flattens[1] - 2]["filter"].startswith("datum.front_")
+    assert steps[flattens[1]]["flatten"] == ["case"] and steps[flattens[1] - 3]["filter"].startswith("datum.front_")
+    # And narrowed to one row per layout with only what the marks read, before any copy per case.
+    narrowed = steps[flattens[1] - 2]["aggregate"]
+    assert {a["as"] for a in narrowed} == {f"{n}_{c}" for n in ("watts", "x", "y", "front") for c in bands.CASES}
+    # One row per layout: a maximum over two layouts would draw a point neither of them has.
+    layout = [f for f in pipeline.LAYOUT_FIELDS if f not in ("system", "label")]
+    assert steps[flattens[1] - 2]["groupby"] == ["system", "label", *layout]
+    for model in catalog.results()["model"].drop_duplicates():
+        for precision in pipeline.PRECISIONS:
+            assert not crosschip.terms(model, precision).duplicated(layout).any(), (model, precision)
     # A row answers the targets above the next slower row's speed, up to its own.
     answered = next(s for s in steps if s.get("as") == "targets")["calculate"]
     assert answered.startswith("slice(") and answered.count(">= 1 ?") == 2

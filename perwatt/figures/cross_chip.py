@@ -159,7 +159,7 @@ def static_chart() -> alt.TopLevelMixin:
     band = bands.efficiency_band()
     terms = pd.concat([crosschip.terms(m, p) for m in catalog.results()["model"].drop_duplicates()
                        for p in PRECISIONS], ignore_index=True)
-    shipped = terms.drop(columns=["ep"]).assign(dp_attention=terms["dp_attention"].astype(int))
+    shipped = terms.assign(dp_attention=terms["dp_attention"].astype(int))
     top = alt.Chart(csv_data(shipped))
     frontier_chart = alt.Chart().transform_filter("datum.case == 'central'")
     band_chart = _steps(page.read_at_targets())

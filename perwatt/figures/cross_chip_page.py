@@ -27,6 +27,9 @@ PRECISIONS = ("as_released", "fp4")
 KEPT_STEPS = ("t_decode", "t_prefill", "tpot_s", "watts", "x", "y")
 #: The steps the marks and tooltips show, taken from the case a frontier row is drawn in.
 SHOWN_STEPS = ("watts", "x", "y")
+#: What tells one frontier row from another (a system's layout at a batch), and what the marks,
+#: tooltips and download show of it besides SHOWN_STEPS.
+LAYOUT_FIELDS = ("system", "label", "chips", "ep", "dp_attention", "batch")
 
 
 def system_labels() -> dict[str, str]:
@@ -85,9 +88,14 @@ def shared_transforms(band: dict) -> list[dict]:
         steps += crosschip.FORMULA.vega(keep=KEPT_STEPS, suffix=f"_{case}", given={"eta_m": band[case]})
     for case in bands.CASES:
         steps += _frontier_steps(case)
-    # Only rows on some case's frontier are copied, once per case they are on.
+    # Only rows on some case's frontier are copied, once per case they are on; and only the fields
+    # the marks, tooltips and download read (one row per layout, so each maximum is the row's own
+    # value): the flattens below copy every field of a row, and a row had some eighty.
     steps += [
         {"filter": " || ".join(f"datum.front_{case}" for case in bands.CASES)},
+        {"aggregate": [{"op": "max", "field": f"{name}_{case}", "as": f"{name}_{case}"}
+                       for case in bands.CASES for name in (*SHOWN_STEPS, "front")],
+         "groupby": list(LAYOUT_FIELDS)},
         {"calculate": json.dumps(list(bands.CASES)), "as": "case"},
         {"flatten": ["case"]},
         {"filter": "datum['front_' + datum.case]"},
