@@ -218,16 +218,11 @@ def prune_remembered(css: str, words: Corpus, cache: Path) -> str:
     return pruned
 
 
-def shipped_pages(site: Path) -> list[Path]:
-    """The site's pages (not the HTML files some packages keep among their static assets)."""
-    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
-
-
 def loaded_assets(site: Path, scans: iconfont.Scans | None = None) -> tuple[set[Path], set[Path]]:
     """The local stylesheets (with those they @import) and scripts the site's pages load."""
     site, scans = site.resolve(), scans or iconfont.Scans()
     assets: set[Path] = set()
-    for page in shipped_pages(site):
+    for page in iconfont.shipped_pages(site):
         assets |= iconfont.page_assets(page, page.read_text(encoding="utf-8"), site, scans)
     sheets = _with_imports({p for p in assets if p.suffix == ".css"}, site)
     return sheets, {p for p in assets if p.suffix == ".js"}
@@ -268,7 +263,7 @@ def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = Non
         return " ".join(scans("words", text, lambda: WORD.findall(text)))
 
     sheets, scripts = loaded_assets(site, scans)
-    words = corpus(map(words_in, shipped_pages(site)), map(words_in, sorted(scripts)))
+    words = corpus(map(words_in, iconfont.shipped_pages(site)), map(words_in, sorted(scripts)))
     scans.save()
     results = []
     for sheet in sorted(sheets):

@@ -142,6 +142,11 @@ class IconUse:
     unknown: frozenset[str]  # fa-* classes in the markup that no loaded stylesheet defines
 
 
+def shipped_pages(site: Path) -> list[Path]:
+    """The site's pages (not the HTML files some packages keep among their static assets)."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
 def find_icon_use(site: Path, icon_css: str, scans: Scans | None = None) -> IconUse:
     """Which icons the built site at ``site`` can show; ``icon_css`` is the untrimmed icon stylesheet.
     With ``scans``, what each page, script and stylesheet was found to hold is looked up there first."""
@@ -150,9 +155,7 @@ def find_icon_use(site: Path, icon_css: str, scans: Scans | None = None) -> Icon
     icons = dict(line.split(" ", 1) for line in scans(
         "icon rules", icon_css, lambda: (f"{name} {drawn}" for name, drawn in icon_characters(icon_css).items())))
     markup, assets = set(), set()
-    for page in site.rglob("*.html"):
-        if "_static" in page.relative_to(site).parts:
-            continue
+    for page in shipped_pages(site):
         html = page.read_text(encoding="utf-8")
         markup.update(scans("icon classes", html, lambda: class_tokens(html)))
         assets |= page_assets(page, html, site, scans)

@@ -12,7 +12,7 @@ import pytest
 import sphinx_design
 import tinycss2
 
-from perwatt import cssprune
+from perwatt import cssprune, iconfont
 
 THEME_STATIC = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
 
@@ -172,7 +172,7 @@ def test_a_shipped_stylesheet_is_smaller_and_keeps_every_selector_the_pages_mark
     pruned = path.read_text(encoding="utf-8")
     assert len(pruned.encode()) < 0.6 * len(original.encode())
     used = set()  # the classes and ids on the pages' elements, before any script runs
-    for page in cssprune.shipped_pages(site):
+    for page in iconfont.shipped_pages(site):
         for value in re.findall(r'\b(?:class|id)="([^"]*)"', page.read_text(encoding="utf-8")):
             used.update(value.split())
     kept = {(around, text) for around, text, _ in selectors(pruned)}
