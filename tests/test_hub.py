@@ -125,7 +125,8 @@ def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_eve
         started_processes = room.processes()
         leftovers = room.stop()
     assert len(started_processes) >= 4, started_processes  # hub, proxy, the student's server, its kernel
-    assert leftovers == [], f"still running after the hub stopped: {leftovers}"
+    assert leftovers == [], (f"still running after the hub stopped ({room.stopped}): {room.leftover_commands}\n"
+                             f"{room.log_tail(60)}")
     assert room.processes() == []
 
 

@@ -85,6 +85,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _command(pid: int) -> str:
+    """The command line ``pid`` runs, or "" if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").strip()
+    except OSError:
+        return ""
+
+
 def _pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
 
@@ -165,6 +173,9 @@ class Hub:
                     "PERWATT_HUB_API_TOKEN": self.token, "PERWATT_HUB_RUN": self.run_id, **env}
         self.proc: subprocess.Popen | None = None
         self.log = self.root / "jupyterhub.log"
+        #: Set by stop(): how the hub went, and the command of each process still running after it.
+        self.stopped: str = "not stopped"
+        self.leftover_commands: dict[int, str] = {}
 
     def start(self, timeout: float = 60) -> Hub:
         (self.root / "state").mkdir(parents=True, exist_ok=True)
@@ -202,21 +213,27 @@ class Hub:
 
     def stop(self, timeout: float = 30) -> list[int]:
         """Stop the hub (which stops the servers and the proxy); returns the processes that were still alive
-        afterwards, which it then kills. An empty list: everything stopped as it should."""
+        afterwards, which it then kills. An empty list: everything stopped as it should. How the hub went
+        and what each leftover ran are kept in ``stopped`` and ``leftover_commands``, to say why."""
         started = set(tree(self.proc.pid)) if self.proc is not None and self.proc.poll() is None else set()
+        began = time.monotonic()
+        self.stopped, self.leftover_commands = "not running", {}
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
+                self.stopped = f"on SIGTERM, in {time.monotonic() - began:.1f} s"
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+                self.stopped = f"killed: no exit within {timeout:.0f} s of SIGTERM"
         leftovers = []
         for _ in range(20):  # servers and kernels get a moment to exit after the hub
             leftovers = self.processes(started)
             if not leftovers:
                 return []
             time.sleep(0.25)
+        self.leftover_commands = {pid: _command(pid) for pid in leftovers}
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in self.processes(started):
                 try:
