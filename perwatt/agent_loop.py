@@ -194,20 +194,25 @@ def simulate_closed_loop(sessions: int, *, step_time_s, prefill_s: float, output
     running batch, then ``output_tokens`` decode steps of ``step_time_s[b]`` seconds at batch ``b``)
     and a tool of exponentially distributed length, mean ``tool_s``. Deterministic per seed. Returns
     calls completed per second and the mean cycle (s, from one call's start to the next's) after
-    the warm-up calls, and the mean batch decoding."""
+    the warm-up calls, and the mean batch decoding (weighted by time). ``step_time_s[0]`` is never
+    read (no batch decodes empty); the other steps must take time. ValueError where the calls
+    measured after the warm-up cannot give a rate: fewer than two, or all ending at one instant."""
     sessions = checks.integer("sessions", sessions, maximum=4096)
     output_tokens = checks.integer("output_tokens", output_tokens, maximum=100_000)
     prefill_s = checks.scalar("prefill_s", prefill_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     tool_s = checks.scalar("tool_s", tool_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     calls, warmup = checks.integer("calls", calls, minimum=2, maximum=1_000_000), checks.integer("warmup", warmup, minimum=0)
-    if warmup >= calls:
-        raise ValueError(f"warmup must be fewer than calls ({calls}), got {warmup}")
+    if warmup > calls - 2:  # a rate needs two calls measured after the warm-up
+        raise ValueError(f"warmup must be at most calls − 2 ({calls - 2}), got {warmup}")
     if calls * output_tokens > checks.MAX_SIMULATED_TOKENS:
         raise ValueError(f"calls × output_tokens must be at most {checks.MAX_SIMULATED_TOKENS:,} decode steps to "
                          f"simulate, got {calls * output_tokens:,}")
     step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     if step.shape != (sessions + 1,):
         raise ValueError(f"step_time_s must give one time per batch from 0 to sessions ({sessions}), got shape {step.shape}")
+    if (step[1:] <= 0).any():  # a step that takes no time leaves the clock and the batch's mean undefined
+        batch = 1 + int(np.flatnonzero(step[1:] <= 0)[0])
+        raise ValueError(f"step_time_s must be greater than 0 at every batch from 1 to sessions, got 0 at batch {batch}")
     rng = np.random.default_rng(checks.integer("seed", seed, minimum=0))
     draw = (lambda size=None: rng.exponential(tool_s, size)) if tool_s > 0 else (lambda size=None: np.zeros(() if size is None else size))
     ready = np.asarray(draw(sessions), dtype=float)  # when each session's tool returns
@@ -232,5 +237,8 @@ def simulate_closed_loop(sessions: int, *, step_time_s, prefill_s: float, output
             ends.append(clock)
             ready[s], in_call[s] = clock + float(draw()), False
     times = np.array(ends[warmup:])
+    if times[-1] <= times[0] or not cycles:
+        raise ValueError(f"the {len(times)} calls measured after the warm-up (calls − warmup) ended at one instant, or "
+                         f"no session of {sessions} started a second call: raise calls, or lower warmup or sessions")
     return {"calls_per_s": (len(times) - 1) / (times[-1] - times[0]), "cycle_s": float(np.mean(cycles)),
             "batch": batch_time / decode_time}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -270,6 +272,23 @@ def test_closed_loop_obeys_littles_law_and_agrees_with_a_simulation(model):
                                           calls=1500, warmup=150, seed=3)
     assert sim["calls_per_s"] * sim["cycle_s"] == pytest.approx(n, rel=0.03)  # Little's law in the simulation
     assert float(loop["calls_per_s"]) == pytest.approx(sim["calls_per_s"], rel=0.06)
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (dict(step_time_s=[0.0, 0.0, 0.0]), "step_time_s must be greater than 0 at every batch from 1 to sessions, got 0 at batch 1"),
+    (dict(step_time_s=[0.0, 0.01, 0.0]), "got 0 at batch 2"),
+    (dict(calls=2, warmup=1), "warmup must be at most calls − 2 (0), got 1"),
+    # Two sessions with no tool time start together and end together: both measured calls at one instant.
+    (dict(tool_s=0.0, calls=2, warmup=0), "the 2 calls measured after the warm-up (calls − warmup) ended at one instant"),
+])
+def test_a_simulation_that_cannot_give_a_rate_says_which_input_to_change(change, named):
+    # Found by the full fuzz tier: zero-time steps gave a batch of NaN, and these others a rate of 0/0 or x/0.
+    kwargs = dict(sessions=2, step_time_s=[0.0, 0.01, 0.012], prefill_s=0.0, output_tokens=4, tool_s=0.1,
+                  calls=40, warmup=4) | change
+    with pytest.raises(ValueError, match=re.escape(named)):
+        agent_loop.simulate_closed_loop(**kwargs)
+    finite = agent_loop.simulate_closed_loop(**(kwargs | dict(step_time_s=[0.0, 0.01, 0.012], calls=40, warmup=4)))
+    assert all(np.isfinite(float(v)) and float(v) > 0 for v in finite.values())
 
 
 @pytest.mark.parametrize("model", LOOP_MODELS)
