@@ -210,9 +210,9 @@ def simulate_closed_loop(sessions: int, *, step_time_s, prefill_s: float, output
     step = checks.array("step_time_s", step_time_s, minimum=0.0, maximum=checks.MAX_SECONDS)
     if step.shape != (sessions + 1,):
         raise ValueError(f"step_time_s must give one time per batch from 0 to sessions ({sessions}), got shape {step.shape}")
-    if (step[1:] <= 0).any():  # a step that takes no time leaves the clock and the batch's mean undefined
-        batch = 1 + int(np.flatnonzero(step[1:] <= 0)[0])
-        raise ValueError(f"step_time_s must be greater than 0 at every batch from 1 to sessions, got 0 at batch {batch}")
+    stalled = np.flatnonzero(step[1:] <= 0)  # a step that takes no time leaves the clock and the batch's mean undefined
+    if stalled.size:
+        raise ValueError(f"step_time_s must be greater than 0 at every batch from 1 to sessions, got 0 at batch {1 + int(stalled[0])}")
     rng = np.random.default_rng(checks.integer("seed", seed, minimum=0))
     draw = (lambda size=None: rng.exponential(tool_s, size)) if tool_s > 0 else (lambda size=None: np.zeros(() if size is None else size))
     ready = np.asarray(draw(sessions), dtype=float)  # when each session's tool returns

@@ -283,11 +283,12 @@ def test_closed_loop_obeys_littles_law_and_agrees_with_a_simulation(model):
 ])
 def test_a_simulation_that_cannot_give_a_rate_says_which_input_to_change(change, named):
     # Found by the full fuzz tier: zero-time steps gave a batch of NaN, and these others a rate of 0/0 or x/0.
-    kwargs = dict(sessions=2, step_time_s=[0.0, 0.01, 0.012], prefill_s=0.0, output_tokens=4, tool_s=0.1,
-                  calls=40, warmup=4) | change
+    good = dict(sessions=2, step_time_s=[0.0, 0.01, 0.012], prefill_s=0.0, output_tokens=4, tool_s=0.1, calls=40, warmup=4)
+    kwargs = good | change
     with pytest.raises(ValueError, match=re.escape(named)):
         agent_loop.simulate_closed_loop(**kwargs)
-    finite = agent_loop.simulate_closed_loop(**(kwargs | dict(step_time_s=[0.0, 0.01, 0.012], calls=40, warmup=4)))
+    # The same call with its steps and call counts good again gives a rate (tool_s stays as changed).
+    finite = agent_loop.simulate_closed_loop(**(kwargs | {k: good[k] for k in ("step_time_s", "calls", "warmup")}))
     assert all(np.isfinite(float(v)) and float(v) > 0 for v in finite.values())
 
 
