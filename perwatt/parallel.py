@@ -73,9 +73,11 @@ LAYOUT = {"chips": checks.CHIPS, "ep": checks.CHIPS, "dp_attention": checks.flag
 
 
 def _layout_arrays(chips, ep, dp_attention):
-    """The layout as arrays; ``chips`` and ``ep`` are already checked whole numbers (see :data:`LAYOUT`)."""
-    chips, ep = np.asarray(chips, dtype=float), np.asarray(ep, dtype=float)
-    dp = np.asarray(dp_attention, dtype=bool)
+    """The layout as arrays of one shape; ``chips`` and ``ep`` are already checked whole numbers that
+    broadcast together (see :data:`LAYOUT`). Broadcast here, because not every formula reads every
+    part: weights per chip do not depend on ``ep``, yet three values of ``ep`` are three layouts."""
+    chips, ep, dp = np.broadcast_arrays(np.asarray(chips, dtype=float), np.asarray(ep, dtype=float),
+                                        np.asarray(dp_attention, dtype=bool))
     if np.any(np.fmod(chips, ep) != 0):
         raise ValueError("ep must divide chips in every layout")
     return chips, ep, dp

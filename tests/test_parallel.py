@@ -147,6 +147,17 @@ def test_memory_per_chip_known_value():
     assert got == pytest.approx(671e9 / 8 + 10 * 61 * 576 * 2 * 4000, rel=1e-3)
 
 
+@pytest.mark.parametrize("function", [parallel.weight_bytes_per_chip, parallel.memory_per_chip])
+def test_every_layout_gets_its_own_value_even_where_the_formula_ignores_part_of_it(function):
+    # Weights per chip do not depend on ep; three values of ep are still three layouts, and none is
+    # none (the full fuzz tier found memory_per_chip answering one value for ep=[]).
+    spec = roofline.model_spec("deepseek-r1")
+    args = (False, 10, 4000.0)[: 3 if function is parallel.memory_per_chip else 1]
+    one = float(function(spec, 8, 8, *args))
+    assert np.shape(function(spec, 8, [], *args)) == (0,)
+    assert function(spec, 8, [1, 2, 8], *args).tolist() == [one] * 3
+
+
 def test_serve_known_values_with_the_prefill_stall():
     # A single pool with 4 sequences: each token waits for its pass plus 4 prompts' prefill per 1,024 tokens.
     spec, device = roofline.model_spec("gpt-oss-120b"), roofline.chip("gb200")
