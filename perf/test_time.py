@@ -1,0 +1,87 @@
+"""Benchmark: `make test` on a fresh clone, as README's two commands run it. Target: ≤ 4 minutes.
+
+Clones this repository's last commit into a temporary folder (with this repository's sibling
+``shared/`` linked beside it, where there is one), runs `make book`, then times `make test`. For
+each run it reports the wall time, pytest's own count, and the CPU seconds of `make test` and of
+every process it waited for (the workers, Chromium, the kernels, the builds). On this 2-core machine
+the wall time of the same commit has varied by a minute from one morning's run to the next; the CPU
+seconds vary less, so they are the figure to compare a change by. Uncommitted changes are not in the
+clone, so they are not measured. A run takes about five minutes.
+
+Run: .venv/bin/python perf/test_time.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO, median, table, write
+
+TARGET_S = 240.0
+#: What would let a run reuse earlier work instead of doing its own: a prebuilt site, a results store.
+REUSE = ("PERWATT_SITE", "PERWATT_STORE")
+
+
+def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall seconds, CPU seconds of the command and everything it waited for, and its outcome."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    outcome = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), outcome
+
+
+def pytest_seconds(output: str) -> float | None:
+    """Pytest's own count from its last summary line ("... 1533 passed in 227.0s (0:03:46) ...")."""
+    found = re.findall(r"\bin ([0-9]+(?:\.[0-9]+)?)s\b", output)
+    return float(found[-1]) if found else None
+
+
+def one_run(folder: Path, env: dict[str, str]) -> dict:
+    clone = folder / "repo"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    if (REPO.parent / "shared").is_dir():
+        (folder / "shared").symlink_to(REPO.parent / "shared")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    book_s, _, book = _timed(["make", "book"], clone, env)
+    if book.returncode != 0:
+        raise SystemExit(f"make book failed in {clone}:\n{(book.stdout + book.stderr)[-4000:]}")
+    test_s, test_cpu_s, test = _timed(["make", "test"], clone, env)
+    summary = next((line for line in reversed(test.stdout.splitlines()) if " in " in line and "=" in line), "")
+    return {"commit": commit, "make_book_s": book_s, "make_test_s": test_s, "make_test_cpu_s": test_cpu_s,
+            "pytest_s": pytest_seconds(summary), "passed": test.returncode == 0, "summary": summary.strip("= ")}
+
+
+def main(runs: int = 1) -> dict:
+    if subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip():
+        print("note: this repository has uncommitted changes; the clone measures its last commit without them")
+    env = {k: v for k, v in os.environ.items() if k not in REUSE}
+    samples = []
+    for n in range(runs):
+        with tempfile.TemporaryDirectory(prefix="perwatt-test-time-") as tmp:
+            sample = one_run(Path(tmp), env)
+        samples.append(sample)
+        print(f"run {n + 1}: make test {sample['make_test_s']:.1f} s ({sample['make_test_cpu_s']:.0f} CPU s; "
+              f"pytest {sample['pytest_s']} s; {sample['summary']}), make book {sample['make_book_s']:.1f} s", flush=True)
+    walls = [s["make_test_s"] for s in samples]
+    report = {"target_s": TARGET_S, "runs": samples, "median_make_test_s": median(walls),
+              "median_make_test_cpu_s": median([s["make_test_cpu_s"] for s in samples])}
+    print(table([("make test on a fresh clone, median wall time", median(walls), TARGET_S, "s")]))
+    print(f"(CPU seconds of make test and what it waited for, median: {report['median_make_test_cpu_s']:.0f}; "
+          f"every run {'passed' if all(s['passed'] for s in samples) else 'did NOT pass'})")
+    write("test_time", report)
+    return report
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1, help="fresh clones to time, one after another (default 1)")
+    main(parser.parse_args().runs)
