@@ -2,8 +2,10 @@
 
 Clones this repository's last commit into a temporary folder (with this repository's sibling
 ``shared/`` linked beside it, where there is one), runs `make book`, then times `make test`. For
-each run it reports the wall time, pytest's own count, and the CPU seconds of `make test` and of
-every process it waited for (the workers, Chromium, the kernels, the builds). On this 2-core machine
+each run it reports the wall time, pytest's own count, the CPU seconds of `make test` and of every
+process it waited for (the workers, the kernels, the builds; not a process whose parent left it to
+the system, as Chromium's can be), and on Linux the whole machine's busy CPU seconds meanwhile
+(/proc/stat: everything, including any other work running then). On this 2-core machine
 the wall time of the same commit has varied by a minute from one morning's run to the next; the CPU
 seconds vary less, so they are the figure to compare a change by. Uncommitted changes are not in the
 clone, so they are not measured. A run takes about five minutes.
@@ -39,6 +41,15 @@ def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, f
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), outcome
 
 
+def machine_busy_cpu_s() -> float | None:
+    """CPU seconds the whole machine has spent busy since boot (Linux), or None where /proc/stat is missing."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
 def pytest_seconds(output: str) -> float | None:
     """Pytest's own count from its last summary line ("... 1533 passed in 227.0s (0:03:46) ...")."""
     found = re.findall(r"\bin ([0-9]+(?:\.[0-9]+)?)s\b", output)
@@ -54,9 +65,12 @@ def one_run(folder: Path, env: dict[str, str]) -> dict:
     book_s, _, book = _timed(["make", "book"], clone, env)
     if book.returncode != 0:
         raise SystemExit(f"make book failed in {clone}:\n{(book.stdout + book.stderr)[-4000:]}")
+    busy_before = machine_busy_cpu_s()
     test_s, test_cpu_s, test = _timed(["make", "test"], clone, env)
+    busy_after = machine_busy_cpu_s()
     summary = next((line for line in reversed(test.stdout.splitlines()) if " in " in line and "=" in line), "")
     return {"commit": commit, "make_book_s": book_s, "make_test_s": test_s, "make_test_cpu_s": test_cpu_s,
+            "machine_busy_cpu_s": None if busy_before is None else busy_after - busy_before,
             "pytest_s": pytest_seconds(summary), "passed": test.returncode == 0, "summary": summary.strip("= ")}
 
 
@@ -69,7 +83,9 @@ def main(runs: int = 1) -> dict:
         with tempfile.TemporaryDirectory(prefix="perwatt-test-time-") as tmp:
             sample = one_run(Path(tmp), env)
         samples.append(sample)
-        print(f"run {n + 1}: make test {sample['make_test_s']:.1f} s ({sample['make_test_cpu_s']:.0f} CPU s; "
+        busy = sample["machine_busy_cpu_s"]
+        print(f"run {n + 1}: make test {sample['make_test_s']:.1f} s ({sample['make_test_cpu_s']:.0f} CPU s waited for, "
+              f"{'?' if busy is None else f'{busy:.0f}'} machine-wide; "
               f"pytest {sample['pytest_s']} s; {sample['summary']}), make book {sample['make_book_s']:.1f} s", flush=True)
     walls = [s["make_test_s"] for s in samples]
     report = {"target_s": TARGET_S, "runs": samples, "median_make_test_s": median(walls),
