@@ -5,10 +5,12 @@ Clones this repository's last commit into a temporary folder (with this reposito
 each run it reports the wall time, pytest's own count, the CPU seconds of `make test` and of every
 process it waited for (the workers, the kernels, the builds; not a process whose parent left it to
 the system, as Chromium's can be), and on Linux the whole machine's busy CPU seconds meanwhile
-(/proc/stat: everything, including any other work running then). On this 2-core machine
-the wall time of the same commit has varied by a minute from one morning's run to the next; the CPU
-seconds vary less, so they are the figure to compare a change by. Uncommitted changes are not in the
-clone, so they are not measured. A run takes about five minutes.
+(/proc/stat: user, nice, system, irq and softirq time of everything, including any other work
+running then). On this 2-core machine the wall time of nearly the same tests has varied by a minute
+from one run to another; we expect the CPU seconds to vary less, which is not yet shown for `make
+test`. Uncommitted changes are not in the clone, so they are not measured. The clone reuses what is
+cached in the home folder (pip's and npm's downloads), as a second clone on one machine would.
+A run takes about five minutes.
 
 Run: .venv/bin/python perf/test_time.py [--runs N]
 """
@@ -27,8 +29,9 @@ from pathlib import Path
 from _common import REPO, median, table, write
 
 TARGET_S = 240.0
-#: What would let a run reuse earlier work instead of doing its own: a prebuilt site, a results store.
-REUSE = ("PERWATT_SITE", "PERWATT_STORE")
+#: Left out of the runs' environment: what would let a run reuse earlier work instead of doing its
+#: own (a prebuilt site, a results store), point it at other data, or change what make and pytest run.
+LEFT_OUT = ("PERWATT_SITE", "PERWATT_STORE", "PERWATT_DATA", "PYTEST_ADDOPTS", "MAKEFLAGS")
 
 
 def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
@@ -44,10 +47,12 @@ def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, f
 def machine_busy_cpu_s() -> float | None:
     """CPU seconds the whole machine has spent busy since boot (Linux), or None where /proc/stat is missing."""
     try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except OSError:
+        user, nice, system, _idle, _iowait, irq, softirq = (
+            int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8])
+    except (OSError, ValueError):
         return None
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+    # (guest time is already inside user and nice; steal is time the machine was not given)
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def pytest_seconds(output: str) -> float | None:
@@ -64,7 +69,7 @@ def one_run(folder: Path, env: dict[str, str]) -> dict:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
     book_s, _, book = _timed(["make", "book"], clone, env)
     if book.returncode != 0:
-        raise SystemExit(f"make book failed in {clone}:\n{(book.stdout + book.stderr)[-4000:]}")
+        raise SystemExit(f"make book failed in a fresh clone at {commit}:\n{(book.stdout + book.stderr)[-4000:]}")
     busy_before = machine_busy_cpu_s()
     test_s, test_cpu_s, test = _timed(["make", "test"], clone, env)
     busy_after = machine_busy_cpu_s()
@@ -77,12 +82,14 @@ def one_run(folder: Path, env: dict[str, str]) -> dict:
 def main(runs: int = 1) -> dict:
     if subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip():
         print("note: this repository has uncommitted changes; the clone measures its last commit without them")
-    env = {k: v for k, v in os.environ.items() if k not in REUSE}
+    env = {k: v for k, v in os.environ.items() if k not in LEFT_OUT}
     samples = []
     for n in range(runs):
-        with tempfile.TemporaryDirectory(prefix="perwatt-test-time-") as tmp:
+        # A process left behind (Chromium's, say) may still hold files in the clone as it is removed.
+        with tempfile.TemporaryDirectory(prefix="perwatt-test-time-", ignore_cleanup_errors=True) as tmp:
             sample = one_run(Path(tmp), env)
         samples.append(sample)
+        write("test_time", {"target_s": TARGET_S, "runs": samples})  # kept as each run ends
         busy = sample["machine_busy_cpu_s"]
         print(f"run {n + 1}: make test {sample['make_test_s']:.1f} s ({sample['make_test_cpu_s']:.0f} CPU s waited for, "
               f"{'?' if busy is None else f'{busy:.0f}'} machine-wide; "
