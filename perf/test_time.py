@@ -10,7 +10,8 @@ running then). On this 2-core machine the wall time of nearly the same tests has
 from one run to another; we expect the CPU seconds to vary less, which is not yet shown for `make
 test`. Uncommitted changes are not in the clone, so they are not measured. The clone reuses what is
 cached in the home folder (pip's and npm's downloads), as a second clone on one machine would.
-A run takes about five minutes.
+Each run's whole output is kept in ``perf/results/test_time-<commit>-<time>.log``, and its
+failures and pytest's list of the slowest steps in the JSON report. A run takes about five minutes.
 
 Run: .venv/bin/python perf/test_time.py [--runs N]
 """
@@ -26,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, median, table, write
+from _common import REPO, RESULTS, median, table, write
 
 TARGET_S = 240.0
 #: Left out of the runs' environment: what would let a run reuse earlier work instead of doing its
@@ -73,10 +74,20 @@ def one_run(folder: Path, env: dict[str, str]) -> dict:
     busy_before = machine_busy_cpu_s()
     test_s, test_cpu_s, test = _timed(["make", "test"], clone, env)
     busy_after = machine_busy_cpu_s()
-    summary = next((line for line in reversed(test.stdout.splitlines()) if " in " in line and "=" in line), "")
+    lines = test.stdout.splitlines()
+    summary = next((line for line in reversed(lines) if " in " in line and "=" in line), "")
+    # pytest's list of the slowest steps (Makefile: --durations=25), kept so that a slow run says where its time went
+    start = next((i for i, line in enumerate(lines) if "slowest" in line and "durations" in line), len(lines))
+    slowest = [line for line in lines[start + 1:] if re.match(r"\s*[0-9.]+s ", line)]
+    failures = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    # The whole output, so that a failure in a clone (since removed) can still be read.
+    log = RESULTS / f"test_time-{commit}-{time.strftime('%Y%m%dT%H%M%S')}.log"
+    RESULTS.mkdir(exist_ok=True)
+    log.write_text(test.stdout + test.stderr, encoding="utf-8")
     return {"commit": commit, "make_book_s": book_s, "make_test_s": test_s, "make_test_cpu_s": test_cpu_s,
             "machine_busy_cpu_s": None if busy_before is None else busy_after - busy_before,
-            "pytest_s": pytest_seconds(summary), "passed": test.returncode == 0, "summary": summary.strip("= ")}
+            "pytest_s": pytest_seconds(summary), "passed": test.returncode == 0, "summary": summary.strip("= "),
+            "failures": failures, "slowest": slowest, "log": log.name}
 
 
 def main(runs: int = 1) -> dict:
@@ -94,6 +105,8 @@ def main(runs: int = 1) -> dict:
         print(f"run {n + 1}: make test {sample['make_test_s']:.1f} s ({sample['make_test_cpu_s']:.0f} CPU s waited for, "
               f"{'?' if busy is None else f'{busy:.0f}'} machine-wide; "
               f"pytest {sample['pytest_s']} s; {sample['summary']}), make book {sample['make_book_s']:.1f} s", flush=True)
+        for line in sample["failures"]:
+            print(f"  {line}", flush=True)
     walls = [s["make_test_s"] for s in samples]
     report = {"target_s": TARGET_S, "runs": samples, "median_make_test_s": median(walls),
               "median_make_test_cpu_s": median([s["make_test_cpu_s"] for s in samples])}
