@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib.util
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -92,12 +95,30 @@ def _handouts_repository(hubctl, site: Path, where: Path) -> Path:
     return hubctl.publish_handouts(sorted((site / "handouts").glob("*.ipynb")), where / "perwatt-handouts")
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """As in a process started in the background (``&``) by a non-interactive shell, whose children inherit it."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _ignores_sigint(pid: int) -> bool:
+    ignored = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigIgn:"))
+    return bool(int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
 @pytest.mark.slow
 @pytest.mark.hub
 def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_everything_stops(site, tmp_path):
     hubctl = _hubctl()
     repo = f"file://{_handouts_repository(hubctl, site, tmp_path)}"
-    room = hubctl.Hub(tmp_path / "hub").start()
+    # Started as a host's script might start it: the hub stops its idle culler with SIGINT, which the
+    # culler must not inherit as ignored (else the hub waits 30 s for it, then our stop() gives up on the hub).
+    with _sigint_ignored():
+        room = hubctl.Hub(tmp_path / "hub").start()
     try:
         async def student() -> None:
             ada = hubctl.Student(room, "ada")
@@ -118,6 +139,8 @@ def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_eve
         # session, where asyncio.run refuses to start; the student gets a thread and a loop of its own.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             pool.submit(lambda: asyncio.run(asyncio.wait_for(student(), 150))).result()
+        cullers = [pid for pid in hubctl.tree(room.proc.pid) if "jupyterhub_idle_culler" in hubctl._command(pid)]
+        assert len(cullers) == 1 and not _ignores_sigint(cullers[0]), cullers
     except Exception:
         print(room.log_tail(60))
         raise
@@ -125,6 +148,7 @@ def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_eve
         started_processes = room.processes()
         leftovers = room.stop()
     assert len(started_processes) >= 4, started_processes  # hub, proxy, the student's server, its kernel
+    assert room.stopped.startswith("on SIGTERM"), room.stopped
     assert leftovers == [], (f"still running after the hub stopped ({room.stopped}): {room.leftover_commands}\n"
                              f"{room.log_tail(60)}")
     assert room.processes() == []

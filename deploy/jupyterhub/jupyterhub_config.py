@@ -29,6 +29,7 @@ unit's MemoryMax and CPUQuota; on Kubernetes, KubeSpawner enforces them as the p
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -110,6 +111,13 @@ c.JupyterHub.concurrent_spawn_limit = 40
 c.JupyterHub.active_server_limit = int(env("PERWATT_HUB_MAX_SERVERS", "0"))  # 0: no limit; see the sizing guide
 
 # --- Idle culling: servers as a hub service, kernels inside each server ----------------------------
+# A hub started in the background by a script (`jupyterhub ... &` from a non-interactive shell) inherits
+# SIGINT ignored, and so would the culler it starts; stopping the hub, which stops the culler with SIGINT
+# first, would then wait out the spawner's 30 s interrupt_timeout before trying SIGTERM. With SIGINT back
+# at Python's default here, the culler starts with it at its default too. (The hub installs its own SIGINT
+# handler once it has started.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 c.JupyterHub.services = [{
     "name": "idle-culler",
     "command": [sys.executable, "-m", "jupyterhub_idle_culler",
