@@ -116,7 +116,8 @@ def test_a_student_logs_in_follows_a_link_and_runs_the_per_watt_handout_then_eve
     hubctl = _hubctl()
     repo = f"file://{_handouts_repository(hubctl, site, tmp_path)}"
     # Started as a host's script might start it: the hub stops its idle culler with SIGINT, which the
-    # culler must not inherit as ignored (else the hub waits 30 s for it, then our stop() gives up on the hub).
+    # culler must not inherit as ignored (else the hub waits about 30 s for it, and our stop(), which waits
+    # 30 s, may give up on the hub first).
     with _sigint_ignored():
         room = hubctl.Hub(tmp_path / "hub").start()
     try:
