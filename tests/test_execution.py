@@ -1,0 +1,66 @@
+"""The build's kernel pool (perwatt.execution) in real kernels: a kernel that has run one notebook
+runs the next as a fresh kernel would, over the one connection it was warmed up with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nbformat import v4
+
+from perwatt import execution
+
+pytestmark = pytest.mark.kernel
+
+
+def _notebook(*sources: str):
+    return v4.new_notebook(cells=[v4.new_code_cell(s) for s in sources])
+
+
+def _text(cell) -> str:
+    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory):
+    """A warmed-up kernel (the pool's first step), and two chapter folders."""
+    root = tmp_path_factory.mktemp("pool")
+    first, second = root / "first", root / "second"
+    first.mkdir()
+    second.mkdir()
+    owner = execution._warm_up(root, timeout=120)
+    assert owner is not None, "no kernel started"
+    yield owner, first, second
+    execution._shut_down(owner)
+
+
+def test_the_next_notebook_starts_fresh_on_the_same_connection(warm, monkeypatch) -> None:
+    owner, first, second = warm
+    connections = []
+    opened = owner.km.client
+    monkeypatch.setattr(owner.km, "client", lambda *a, **k: connections.append(1) or opened(*a, **k))
+
+    one = _notebook("left_behind = 41\nleft_behind + 1")
+    owner, ran = execution._run_one(owner, first / "a.md", one, None, 120, False)
+    assert ran.error is None
+    assert _text(one.cells[0]) == "42"
+
+    two = _notebook("'left_behind' in dir()", "import os; os.getcwd()", "get_ipython().execution_count")
+    owner, ran = execution._run_one(owner, second / "b.md", two, None, 120, False)
+    assert ran.error is None
+    assert _text(two.cells[0]) == "False"  # the namespace was reset
+    assert Path(_text(two.cells[1]).strip("'")) == second  # the notebook's own folder
+    assert [c.execution_count for c in two.cells] == [1, 2, 3]
+    assert _text(two.cells[2]) == "3"
+    # Both notebooks (and the reset between them) ran over the warm-up's connection.
+    assert connections == []
+
+
+def test_a_failing_notebook_is_reported_and_the_kernel_runs_the_next(warm) -> None:
+    owner, first, _ = warm
+    owner, ran = execution._run_one(owner, first / "bad.md", _notebook("1 / 0"), None, 120, False)
+    assert ran.error is not None and "ZeroDivisionError" in ran.error
+    assert owner is not None
+    after = _notebook("6 * 7")
+    owner, ran = execution._run_one(owner, first / "good.md", after, None, 120, False)
+    assert ran.error is None and _text(after.cells[0]) == "42"
