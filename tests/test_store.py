@@ -153,3 +153,38 @@ def test_live_kernels_bundle_the_widget_javascript_once_between_them(on: Path, m
     assert bundle.calls == 1 and made[0] == made[1] and "vega" in made[0].lower() and len(made[0]) > 100_000
     assert vl_convert.javascript_bundle is patched  # put back as it was found
     assert any(on.rglob("*.pickle"))
+
+
+def test_checked_data_is_read_back_not_checked_again(on: Path, tmp_path: Path, monkeypatch):
+    # The build checks every file before its kernels start; each kernel then reads the checked
+    # frames from the store rather than checking every file again.
+    folder = tmp_path / "data"
+    shutil.copytree(data.DEFAULT_DATA_DIR, folder)
+    data.clear_cache()
+    data.validate_all(folder)
+    names = list(data.resources(folder))
+    assert len(list(on.rglob("*.pickle"))) == len(names)
+    checked = {name: data.load(name, folder) for name in names}
+    data.clear_cache()  # as a new kernel starts: nothing in memory
+
+    def not_again(name, directory):
+        raise AssertionError(f"{name} was checked again")
+
+    monkeypatch.setattr(data, "_checked", not_again)
+    for name in names:
+        pd.testing.assert_frame_equal(data.load(name, folder), checked[name])
+    data.clear_cache()
+
+
+def test_a_file_that_fails_its_checks_leaves_nothing_in_the_store(on: Path, tmp_path: Path):
+    folder = tmp_path / "data"
+    shutil.copytree(data.DEFAULT_DATA_DIR, folder)
+    power = folder / data.resources(folder)["power"].path.name
+    power.write_text(power.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")  # header only
+    data.clear_cache()
+    with pytest.raises(data.DataError, match="no data rows"):
+        data.load("power", folder)
+    assert list(on.rglob("*.pickle")) == []
+    with pytest.raises(data.DataError, match="no data rows"):  # and fails again, from the file
+        data.load("power", folder)
+    data.clear_cache()
