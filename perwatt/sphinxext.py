@@ -9,8 +9,9 @@ Listed in ``_config.yml`` under ``sphinx.extra_extensions``. It
   (``PERWATT_RENDER=static``, inherited by every kernel the build starts);
 * clears jupyter-cache when the package or the data changed, since the cache only sees
   the chapters' own cells;
-* writes Vega, Vega-Lite and vega-embed as one shared, vendored classic script, taken from
-  vl-convert at the Vega-Lite version Altair targets, plus the small loader that draws
+* ships Vega, Vega-Lite and vega-embed as one shared classic script, made by vl-convert at the
+  Vega-Lite version Altair targets and kept in the repository (:mod:`perwatt.vegabundle`), plus
+  the small loader that draws
   every chart on a page (both load from disk as well as over http), and ships each chart's
   spec compressed;
 * writes every formula as MathML at build time (:mod:`perwatt.mathml`), which browsers draw
@@ -37,54 +38,14 @@ import html
 import os
 import re
 import shutil
-from importlib import metadata
 from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, store, upstream
+from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, store, upstream, vegabundle
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
-
-def vega_bundle_name() -> str:
-    import altair as alt
-
-    return f"perwatt-vega-{alt.SCHEMA_VERSION.lstrip('v')}.js"
-
-
-def _bundle_source() -> str:
-    """What the bundle is made from, by installed versions: read without importing Altair or
-    vl-convert, which together take a second or more of every build to import."""
-    return (f"vl-convert-python {metadata.version('vl-convert-python')}, altair {metadata.version('altair')}, "
-            "classic script")
-
-
-def write_vega_bundle(directory: Path) -> Path:
-    """Write the vendored Vega bundle into ``directory``, unless the one there was made from the
-    same versions. Returns its path."""
-    # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
-    # It holds what the bundle was made from, then the bundle's file name.
-    stamp = directory.with_name(f"{directory.name}-vega.source")
-    source = _bundle_source()
-    if stamp.exists():
-        made_from, _, name = stamp.read_text(encoding="utf-8").partition("\n")
-        if made_from == source and (directory / name).exists():
-            return directory / name  # generating the bundle takes a second and a half; reuse it
-    import vl_convert
-    from altair.utils._importers import vl_version_for_vl_convert
-
-    target = directory / vega_bundle_name()
-    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
-    # vl-convert ships an ES module, and Chromium refuses module scripts on pages opened from disk
-    # (origin "null"). The bundle imports and exports nothing, so inside a function it runs as a
-    # classic script; the function keeps its top-level names out of the page's global scope, and
-    # "use strict" keeps the strict semantics a module has.
-    directory.mkdir(parents=True, exist_ok=True)
-    target.write_text(f'(function () {{\n"use strict";\n{bundle}\n}})();\n', encoding="utf-8")
-    stamp.write_text(f"{source}\n{target.name}", encoding="utf-8")
-    return target
-
 
 def model_fingerprint() -> str:
     """A hash of everything the chapters compute from besides their own text: the package and data/."""
@@ -169,9 +130,10 @@ def _config_inited(app: Sphinx, config) -> None:
     # Nothing cached can be used: the kernels start now, while the rest of the build sets up.
     execution.start_early(app, every_notebook_is_stale=not unchanged)
     _invalidate_stale_cache(app, config, fingerprint)
-    generated = Path(app.doctreedir) / "perwatt-static"
-    app.perwatt_vega_bundle = write_vega_bundle(generated).name
-    config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(generated)]
+    # The repository's copy of the bundle, when the installed versions made it; else one made here.
+    bundle = vegabundle.vendored() or vegabundle.written(Path(app.doctreedir) / "perwatt-static")
+    app.perwatt_vega_bundle = bundle.name
+    config.html_static_path = [*config.html_static_path, str(STATIC_DIR), str(bundle)]
     # First, so that its navbar-logo.html and sections/header.html stand in for the theme's (which they include).
     config.templates_path = [str(TEMPLATES_DIR), *config.templates_path]
     # sphinx-book-theme reads this; an empty value makes the theme log a console error.

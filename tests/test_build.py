@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import digests
 
-from perwatt import accounting, devtools, iconfont, render, sphinxext
+from perwatt import accounting, devtools, iconfont, render, sphinxext, vegabundle
 
 REPO = devtools.REPO
 pytestmark = pytest.mark.build
@@ -86,6 +86,8 @@ def test_vega_is_one_shared_vendored_module(site):
     bundles = list((site / "_static").glob("perwatt-vega-*.js"))
     assert len(bundles) == 1
     assert "window.vegaEmbed" in bundles[0].read_text(encoding="utf-8")
+    # The repository's copy, as the pinned versions made it (tests/test_vendor.py), not one the build made.
+    assert bundles[0].read_bytes() == (vegabundle.VENDOR_DIR / bundles[0].name).read_bytes()
     with_charts = 0
     for page in pages(site):
         text = page.read_text(encoding="utf-8")
