@@ -64,3 +64,16 @@ def test_a_failing_notebook_is_reported_and_the_kernel_runs_the_next(warm) -> No
     after = _notebook("6 * 7")
     owner, ran = execution._run_one(owner, first / "good.md", after, None, 120, False)
     assert ran.error is None and _text(after.cells[0]) == "42"
+
+
+def test_a_kernel_is_stopped_at_once_not_asked_to_stop(tmp_path: Path) -> None:
+    # Asked, a kernel that had run chapters sometimes took longer than the 2.5 s jupyter_client
+    # waits before it sends SIGTERM; the build's kernels hold nothing worth a graceful exit.
+    import signal
+
+    owner = execution._warm_up(tmp_path, timeout=120)
+    assert owner is not None, "no kernel started"
+    process = owner.km.provisioner.process
+    execution._shut_down(owner)
+    assert process.poll() == -signal.SIGKILL
+    assert owner.km is None and owner.kc is None  # the connection is closed too
