@@ -122,13 +122,17 @@ def _config_inited(app: Sphinx, config) -> None:
         if not unchanged and build_store.exists():
             shutil.rmtree(build_store)
         os.environ[store.VARIABLE] = str(build_store)
-    # The stamp, written once the data validated, fingerprints the data and the code that checks it.
-    # The check (0.4 s) comes before any kernel starts: a bad file then stops the build without
-    # starting a kernel per core (about 4 s of CPU on 2 cores) only to stop them.
-    if not unchanged:
-        _check_data(app)
-    # Nothing cached can be used: the kernels start now, while the rest of the build sets up.
+    # Nothing cached can be used: the kernels start now, while the rest of the build sets up. The
+    # data is checked meanwhile (0.35 s, which each kernel then reads from the store rather than
+    # checking again); a bad file stops the build and the kernels with it.
     execution.start_early(app, every_notebook_is_stale=not unchanged)
+    # The stamp, written once the data validated, fingerprints the data and the code that checks it.
+    if not unchanged:
+        try:
+            _check_data(app)
+        except Exception:
+            execution.close(app)
+            raise
     _invalidate_stale_cache(app, config, fingerprint)
     # The repository's copy of the bundle, when the installed versions made it; else one made here.
     bundle = vegabundle.vendored() or vegabundle.written(Path(app.doctreedir) / "perwatt-static")
