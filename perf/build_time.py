@@ -25,6 +25,8 @@ from pathlib import Path
 
 from _common import BUILD_FLAGS, REPO, median, table, write
 
+from perwatt import execution
+
 JB = str(Path(sys.executable).with_name("jupyter-book"))
 
 
@@ -124,6 +126,9 @@ def main() -> dict:
     for name, samples in report["samples_s"].items():
         print(f"  {name}: " + ", ".join(f"{v:.2f}" for v in samples) + " s")
     total_exec = sum(executing.values())
+    longest = sorted(executing, key=executing.get, reverse=True)[:len(execution.RUN_LONGEST)]
+    report["run_longest"] = {"listed": list(execution.RUN_LONGEST), "measured": longest,
+                             "still_longest": set(longest) == set(execution.RUN_LONGEST)}
     reasons = [
         f"clean: the chapters' kernels ran {total_exec:.1f} s in all, side by side on {cores} cores "
         f"(slowest: {max(executing, key=executing.get)} at {max(executing.values()):.1f} s), which the empty "
@@ -131,6 +136,9 @@ def main() -> dict:
         f"clean: the build used {book_cpu:.1f} CPU seconds, kernels included (the empty book {empty_cpu:.1f}); "
         f"on {cores} cores it cannot take less than {book_cpu / cores:.1f} s, "
         f"{book_cpu / cores / empty_clean:.1f}× the empty book, however it is scheduled",
+        f"clean: perwatt/execution.py starts {', '.join(execution.RUN_LONGEST)} first; the longest in the last clean "
+        f"build: {', '.join(f'{n} {executing[n]:.1f} s' for n in longest)}"
+        + ("" if report["run_longest"]["still_longest"] else " (the list is out of date: update RUN_LONGEST)"),
         "cached: every build also pays " + ", ".join(f"{k} {v:.2f} s" for k, v in fixed.items())
         + f", {sum(fixed.values()):.1f} s in all, on top of Sphinx reading and writing 14 pages",
     ]

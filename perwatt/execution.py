@@ -8,7 +8,8 @@ imports and data checks every chapter begins with. Here (hooks connected by :mod
   as the configuration is read, and import the package and load its data while Sphinx sets up
   (:func:`start_early`);
 * once Sphinx knows which documents it will read, the notebooks among them that jupyter-cache
-  lacks go to those kernels, the longest first; each kernel runs one notebook after another;
+  lacks go to those kernels, the longest first (:data:`RUN_LONGEST`); each kernel runs one
+  notebook after another;
 * Sphinx reads every other page first (:func:`submit_stale`), then each notebook as its kernel
   finishes it, caching it exactly as myst-nb would just before myst-nb looks it up (:func:`collect`).
 
@@ -228,6 +229,21 @@ def start_early(app: Sphinx, every_notebook_is_stale: bool) -> None:
                                       app.config.nb_execution_allow_errors)
 
 
+#: The chapters that run longest, longest first. A code cell's length says little of how long it
+#: runs (fleet.md's few cells solve 27 fleet plans), and with the two longest queued one after the
+#: other on one kernel, the other kernel sat idle for the difference: in clean builds on 2 cores,
+#: fleet.md ran 3.5-3.6 s and prefill-decode.md 2.7 s, the next longest 1.8 s. perf/build_time.py
+#: reports, from each of its clean builds, whether these are still the longest.
+RUN_LONGEST = ("fleet.md", "prefill-decode.md")
+
+
+def _longest_first(item: tuple[Path, object, dict | None]) -> tuple[int, int]:
+    """Sort key: the chapters :data:`RUN_LONGEST` names first, in its order; then the longest code."""
+    path, notebook, _ = item
+    named = RUN_LONGEST.index(path.name) if path.name in RUN_LONGEST else len(RUN_LONGEST)
+    return named, -sum(len(c.source) for c in notebook.cells if c.cell_type == "code")
+
+
 def submit_stale(app: Sphinx, env, docnames: list[str]) -> None:
     """At env-before-read-docs: of the documents Sphinx is about to read (and so myst-nb would
     execute), every notebook jupyter-cache lacks goes to the kernels, the longest first, so that no
@@ -253,7 +269,7 @@ def submit_stale(app: Sphinx, env, docnames: list[str]) -> None:
     if pool is None:
         pool = app.perwatt_pool = KernelPool(_kernels(len(stale)), Path(app.srcdir), config.execution_timeout,
                                              config.execution_allow_errors)
-    stale.sort(key=lambda item: -sum(len(c.source) for c in item[1].cells if c.cell_type == "code"))
+    stale.sort(key=_longest_first)
     for item in stale:
         pool.submit(*item)
     logging.getLogger(__name__).info(f"perwatt: executing {len(stale)} notebooks on {len(pool._threads)} kernel(s)")
