@@ -249,10 +249,13 @@ class Pruned:
     bytes_after: int
 
 
-def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = None) -> list[Pruned]:
+def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = None, *,
+               only: Collection[Path] | None = None, skip: Collection[Path] = ()) -> list[Pruned]:
     """Prune every stylesheet the built site's pages load, in place, except those named in
     ``leave`` (file names); what each weighed before and after, in bytes, by path. With ``cache``,
-    results are kept there and used again by later builds (:func:`prune_remembered`)."""
+    results are kept there and used again by later builds (:func:`prune_remembered`). ``only`` and
+    ``skip`` (paths) narrow the stylesheets pruned, not the pages and scripts read: two processes
+    may prune a site's sheets between them."""
     if not site.is_dir():
         raise FileNotFoundError(f"prune_site: site {site} is not a folder")
     # What each page and script was found to hold is kept beside the pruned sheets (iconfont.Scans).
@@ -266,14 +269,16 @@ def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = Non
     words = corpus(map(words_in, iconfont.shipped_pages(site)), map(words_in, sorted(scripts)))
     scans.save()
     results = []
+    only = None if only is None else {Path(p).resolve() for p in only}
+    skip = {Path(p).resolve() for p in skip}
     for sheet in sorted(sheets):
-        if sheet.name in leave:
+        if sheet.name in leave or sheet in skip or (only is not None and sheet not in only):
             continue
         before = sheet.read_text(encoding="utf-8")
         after = prune(before, words) if cache is None else prune_remembered(before, words, cache)
         if after != before:
             # A source map would describe the unpruned file.
             after = iconfont.SOURCE_MAP.sub("", after)
-            sheet.write_text(after, encoding="utf-8")
+            iconfont.write_whole(sheet, after)
         results.append(Pruned(sheet, len(before.encode()), len(after.encode())))
     return results

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable, Iterable
@@ -101,6 +102,14 @@ def linked_assets(page: Path, html: str, root: Path) -> set[Path]:
     return found
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never part of
+    one: the build reads the site's stylesheets and these records in two processes at once."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
 class Scans:
     """What a scan of a text found, kept in the JSON file ``path`` under the scan's name and the
     text's digest, for the next build: a rebuild after an edit rewrites two or three pages, and
@@ -125,7 +134,7 @@ class Scans:
         """Write what this build looked up, unless that is what the file holds already."""
         if self.path is not None and self._found != self._kept:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps(self._found, sort_keys=True), encoding="utf-8")
+            write_whole(self.path, json.dumps(self._found, sort_keys=True))
 
 
 def page_assets(page: Path, html: str, root: Path, scans: Scans) -> set[Path]:
@@ -212,7 +221,7 @@ def ship_used_icons(static: Path, theme_static: Path, cache: Path | None = None)
     scans = Scans(None if cache is None else cache / "scans.json")
     use = find_icon_use(static.parent, icon_css, scans)
     scans.save()
-    (static / STYLESHEET).write_text(trim_icon_rules(icon_css, set(use.classes)), encoding="utf-8")
+    write_whole(static / STYLESHEET, trim_icon_rules(icon_css, set(use.classes)))
     for name in FONTS:
         for suffix, flavor in FORMATS.items():
             source = theme_static / FONT_DIR / f"{name}{suffix}"

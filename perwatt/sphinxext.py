@@ -42,7 +42,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import cssprune, datadir, devtools, execution, iconfont, mathml, render, store, upstream, vegabundle
+from perwatt import cssprune, datadir, devtools, execution, forked, iconfont, mathml, render, store, upstream, vegabundle
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -144,8 +144,11 @@ def _config_inited(app: Sphinx, config) -> None:
     config.html_context = {**config.html_context, "default_mode": "light"}
 
 
-def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
-    """After every page is written and the theme's files are copied: only the icons the pages use."""
+def _ship_icons_and_prune_css(app: Sphinx, exception: Exception | None) -> None:
+    """Last, once every page and stylesheet is written: only the icons the pages use, then every
+    stylesheet the pages load less the rules no page can match (the book's own are left whole).
+    The theme's stylesheet holds the icon rules, so it is cut for icons first, then pruned, by a
+    forked process (:mod:`perwatt.forked`) while this one prunes the others."""
     if exception is not None or app.builder.format != "html":
         return
     from sphinx.util import logging
@@ -155,24 +158,24 @@ def _ship_used_icons(app: Sphinx, exception: Exception | None) -> None:
     theme_static = next((s for s in sources if (s / iconfont.STYLESHEET).is_file()), None)
     if theme_static is None:
         logger.warning(f"perwatt.iconfont: no theme has {iconfont.STYLESHEET}; the icon font ships whole")
-        return
-    use = iconfont.ship_used_icons(Path(app.outdir) / "_static", theme_static,
-                                   cache=Path(app.doctreedir) / "perwatt-iconfont")
-    for name in sorted(use.unknown):
-        logger.warning(f"perwatt.iconfont: a page uses the class {name}, which no stylesheet it loads defines")
-    logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
+    # Kept beside the doctrees: a clean build starts without them, a rebuild reuses them.
+    site, cache, own = Path(app.outdir), Path(app.doctreedir) / "perwatt-cssprune", {p.name for p in STATIC_DIR.glob("*.css")}
+    theme_sheet = site / "_static" / iconfont.STYLESHEET
 
+    def icons_then_theme_sheet() -> tuple[iconfont.IconUse | None, list[cssprune.Pruned]]:
+        use = None if theme_static is None else iconfont.ship_used_icons(
+            site / "_static", theme_static, cache=Path(app.doctreedir) / "perwatt-iconfont")
+        return use, cssprune.prune_site(site, leave=own, cache=cache, only={theme_sheet})
 
-def _prune_unused_css(app: Sphinx, exception: Exception | None) -> None:
-    """Last, once every page and stylesheet is written; the book's own stylesheets are left whole."""
-    if exception is None and app.builder.format == "html":
-        from sphinx.util import logging
-
-        # Kept beside the doctrees: a clean build starts without them, a rebuild reuses them.
-        for sheet in cssprune.prune_site(Path(app.outdir), leave={p.name for p in STATIC_DIR.glob("*.css")},
-                                         cache=Path(app.doctreedir) / "perwatt-cssprune"):
-            logging.getLogger(__name__).info(f"perwatt.cssprune: {sheet.path.name} {sheet.bytes_before} -> "
-                                             f"{sheet.bytes_after} bytes")
+    job = forked.start(icons_then_theme_sheet)
+    pruned = cssprune.prune_site(site, leave=own, cache=cache, skip={theme_sheet})
+    use, theme_pruned = job.result()
+    if use is not None:
+        for name in sorted(use.unknown):
+            logger.warning(f"perwatt.iconfont: a page uses the class {name}, which no stylesheet it loads defines")
+        logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
+    for sheet in sorted(pruned + theme_pruned, key=lambda sheet: sheet.path):
+        logger.info(f"perwatt.cssprune: {sheet.path.name} {sheet.bytes_before} -> {sheet.bytes_after} bytes")
 
 
 def _write_root_favicon(app: Sphinx, exception: Exception | None) -> None:
@@ -267,17 +270,32 @@ def _offer_student_notebook(app: Sphinx, pagename: str, templatename: str, conte
                 "icon": "fas fa-user-graduate", "label": "download-student-notebook-button"})
 
 
-def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:
-    """The handouts, made from this very build, so the site offers what `perwatt handouts` writes."""
-    if exception is not None or app.builder.format != "html":
-        return
+def _handouts(app: Sphinx) -> dict[str, str]:
     from perwatt import handouts
 
-    index = handouts.BookIndex.from_env(app.env)
+    return handouts.render(devtools.chapter_files(), handouts.BookIndex.from_env(app.env), Path(app.outdir).parent,
+                           cache=Path(app.doctreedir) / "perwatt-handouts")
+
+
+def _start_student_notebooks(app: Sphinx, _builder) -> None:
+    """As the pages start to be written (the book's cross-references all known by then), a forked
+    process (:mod:`perwatt.forked`) makes the handouts beside them."""
+    if app.builder.format == "html":
+        from perwatt import handouts  # noqa: F401 - imported before the fork, not by the child
+
+        app.perwatt_handouts = forked.start(lambda: _handouts(app))
+
+
+def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:
+    """The handouts, made from this very build, so the site offers what `perwatt handouts` writes."""
+    job, app.perwatt_handouts = getattr(app, "perwatt_handouts", None), None
+    if exception is not None or app.builder.format != "html":
+        if job is not None:
+            job.discard()
+        return
     out = Path(app.outdir) / HANDOUT_DIR
     out.mkdir(exist_ok=True)
-    for name, text in handouts.render(devtools.chapter_files(), index, Path(app.outdir).parent,
-                                      cache=Path(app.doctreedir) / "perwatt-handouts").items():
+    for name, text in (job.result() if job is not None else _handouts(app)).items():
         (out / name).write_text(text, encoding="utf-8")
 
 
@@ -304,12 +322,12 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _add_chart_scripts)
     app.connect("html-page-context", _offer_student_notebook, priority=502)  # after the theme's buttons
     app.connect("build-finished", _write_root_favicon)
-    app.connect("build-finished", _ship_used_icons)
     app.connect("build-finished", _write_root_redirect, priority=400)  # before sphinx-external-toc's
+    app.connect("write-started", _start_student_notebooks)
     app.connect("build-finished", _write_student_notebooks)
-    # After the icon step (which reads the theme's stylesheet) and myst-nb's and the theme's own
-    # build-finished steps (which write stylesheets), all at the default priority 500.
-    app.connect("build-finished", _prune_unused_css, priority=900)
+    # After myst-nb's and the theme's own build-finished steps (which write stylesheets), all at the
+    # default priority 500.
+    app.connect("build-finished", _ship_icons_and_prune_css, priority=900)
     app.add_css_file("perwatt.css")
     mathml.setup(app)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
