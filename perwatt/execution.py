@@ -230,10 +230,11 @@ def start_early(app: Sphinx, every_notebook_is_stale: bool) -> None:
 
 
 #: The chapters that run longest, longest first. A code cell's length says little of how long it
-#: runs (fleet.md's few cells solve 27 fleet plans), and with the two longest queued one after the
-#: other on one kernel, the other kernel sat idle for the difference: in clean builds on 2 cores,
-#: fleet.md ran 3.5-3.6 s and prefill-decode.md 2.7 s, the next longest 1.8 s. perf/build_time.py
-#: reports, from each of its clean builds, whether these are still the longest.
+#: runs (fleet.md's few cells solve 27 fleet plans): in clean builds on 2 cores, fleet.md ran
+#: 3.5-3.6 s and prefill-decode.md 2.7 s, the next longest 1.8 s. Queued by code length, the two
+#: ran one after the other on one kernel, and the other kernel finished its last chapter 1.2-1.7 s
+#: earlier (three clean builds); queued first, 0.1-0.2 s earlier. perf/build_time.py reports, from
+#: each of its clean builds, whether these are still the longest.
 RUN_LONGEST = ("fleet.md", "prefill-decode.md")
 
 
