@@ -48,9 +48,10 @@ class Job(Generic[T]):
             self.pid = None
 
 
-def start(work: Callable[[], T]) -> Job[T]:
-    """Begin ``work`` in a child process; its result must pickle."""
-    if not hasattr(os, "fork"):
+def start(work: Callable[[], T], fork: bool = True) -> Job[T]:
+    """Begin ``work`` in a child process; its result must pickle. With ``fork`` false (work that
+    is quick, say, because a rebuild finds it done before) it is done here, when asked for."""
+    if not fork or not hasattr(os, "fork"):
         return Job(work)
     reader, writer = os.pipe()
     pid = os.fork()

@@ -147,8 +147,8 @@ def _config_inited(app: Sphinx, config) -> None:
 def _ship_icons_and_prune_css(app: Sphinx, exception: Exception | None) -> None:
     """Last, once every page and stylesheet is written: only the icons the pages use, then every
     stylesheet the pages load less the rules no page can match (the book's own are left whole).
-    The theme's stylesheet holds the icon rules, so it is cut for icons first, then pruned, by a
-    forked process (:mod:`perwatt.forked`) while this one prunes the others."""
+    The theme's stylesheet holds the icon rules, so it is cut for icons first, then pruned; in a
+    build from clean, by a forked process (:mod:`perwatt.forked`) while this one prunes the others."""
     if exception is not None or app.builder.format != "html":
         return
     from sphinx.util import logging
@@ -167,7 +167,8 @@ def _ship_icons_and_prune_css(app: Sphinx, exception: Exception | None) -> None:
             site / "_static", theme_static, cache=Path(app.doctreedir) / "perwatt-iconfont")
         return use, cssprune.prune_site(site, leave=own, cache=cache, only={theme_sheet})
 
-    job = forked.start(icons_then_theme_sheet)
+    # A rebuild finds most of it done before (kept beside the doctrees), too little to fork for.
+    job = forked.start(icons_then_theme_sheet, fork=not cache.exists())
     pruned = cssprune.prune_site(site, leave=own, cache=cache, skip={theme_sheet})
     use, theme_pruned = job.result()
     if use is not None:
@@ -279,11 +280,12 @@ def _handouts(app: Sphinx) -> dict[str, str]:
 
 def _start_student_notebooks(app: Sphinx, _builder) -> None:
     """As the pages start to be written (the book's cross-references all known by then), a forked
-    process (:mod:`perwatt.forked`) makes the handouts beside them."""
+    process (:mod:`perwatt.forked`) makes the handouts beside them, in a build from clean."""
     if app.builder.format == "html":
         from perwatt import handouts  # noqa: F401 - imported before the fork, not by the child
 
-        app.perwatt_handouts = forked.start(lambda: _handouts(app))
+        fork = not (Path(app.doctreedir) / "perwatt-handouts").exists()  # as for the stylesheets
+        app.perwatt_handouts = forked.start(lambda: _handouts(app), fork=fork)
 
 
 def _write_student_notebooks(app: Sphinx, exception: Exception | None) -> None:

@@ -37,3 +37,10 @@ def test_a_discarded_job_leaves_no_child_behind() -> None:
     job.discard()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_work_asked_not_to_fork_is_done_here_when_its_result_is_asked_for() -> None:
+    done = []
+    job = forked.start(lambda: done.append(os.getpid()) or len(done), fork=False)
+    assert job.pid is None and done == []
+    assert job.result() == 1 and done == [os.getpid()]
