@@ -162,20 +162,22 @@ def _ship_icons_and_prune_css(app: Sphinx, exception: Exception | None) -> None:
     site, cache, own = Path(app.outdir), Path(app.doctreedir) / "perwatt-cssprune", {p.name for p in STATIC_DIR.glob("*.css")}
     theme_sheet = site / "_static" / iconfont.STYLESHEET
 
-    def icons_then_theme_sheet() -> tuple[iconfont.IconUse | None, list[cssprune.Pruned]]:
-        use = None if theme_static is None else iconfont.ship_used_icons(
+    def icons() -> iconfont.IconUse | None:
+        return None if theme_static is None else iconfont.ship_used_icons(
             site / "_static", theme_static, cache=Path(app.doctreedir) / "perwatt-iconfont")
-        return use, cssprune.prune_site(site, leave=own, cache=cache, only={theme_sheet})
 
-    # A rebuild finds most of it done before (kept beside the doctrees), too little to fork for.
-    job = forked.start(icons_then_theme_sheet, fork=not cache.exists())
-    pruned = cssprune.prune_site(site, leave=own, cache=cache, skip={theme_sheet})
-    use, theme_pruned = job.result()
+    if cache.exists():  # a rebuild finds most of it done before (kept beside the doctrees): no fork
+        use, pruned = icons(), cssprune.prune_site(site, leave=own, cache=cache)
+    else:
+        job = forked.start(lambda: (icons(), cssprune.prune_site(site, leave=own, cache=cache, only={theme_sheet})))
+        others = cssprune.prune_site(site, leave=own, cache=cache, skip={theme_sheet})
+        use, theirs = job.result()
+        pruned = others + theirs
     if use is not None:
         for name in sorted(use.unknown):
             logger.warning(f"perwatt.iconfont: a page uses the class {name}, which no stylesheet it loads defines")
         logger.info(f"perwatt.iconfont: {len(use.classes)} icon classes, {len(use.characters)} glyphs shipped")
-    for sheet in sorted(pruned + theme_pruned, key=lambda sheet: sheet.path):
+    for sheet in sorted(pruned, key=lambda sheet: sheet.path):
         logger.info(f"perwatt.cssprune: {sheet.path.name} {sheet.bytes_before} -> {sheet.bytes_after} bytes")
 
 
