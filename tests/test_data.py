@@ -203,7 +203,21 @@ def test_a_corrupted_data_file_stops_the_build_with_its_error(tmp_path: Path):
     console = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"{power}, line 5, column 'power_w': '1.2kW' is not a number" in console, console[-3000:]
-    assert "glue data" not in console  # it stopped before any chapter ran
+    assert "glue data" not in console and "perwatt: executed" not in console  # it stopped before any chapter ran
+    # The kernels start while the data is checked; the build stopped them (a kernel works in the book's folder).
+    assert _working_in(copy) == []
+
+
+def _working_in(folder: Path) -> list[int]:
+    """Processes whose working folder is ``folder`` or inside it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                found.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            pass
+    return found
 
 
 # Schema constraints, each at its boundary (issue 16: dropping `maximum` or `pattern` went unnoticed).
