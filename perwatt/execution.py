@@ -86,8 +86,10 @@ class Executed:
 #: What a kernel does while Sphinx sets up: the imports and data loading every chapter begins with.
 #: What they leave lives as long as the kernel, so the garbage collector's full passes are spared it
 #: (:func:`gc.freeze`): about 6% of the chapters' execution time, in three clean builds each way.
+#: Displays stop waiting on empty output streams (:mod:`perwatt.displays`).
 WARM_UP = ("import perwatt.figures, perwatt.tables, perwatt.exercises, perwatt.exercises_agents\n"
-           "from perwatt import data\n"
+           "from perwatt import data, displays\n"
+           "displays.skip_empty_flushes(get_ipython())\n"
            "data.validate_all()\n"
            "__import__('gc').freeze()")
 

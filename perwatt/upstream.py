@@ -5,7 +5,8 @@
 differs from the one a workaround was written against, so that a maintainer checks whether it is
 still needed. Workarounds that live elsewhere are listed in :data:`PATCHED` too: the theme's
 templates (``perwatt/templates``), the TeX that latex2mathml lacks (:mod:`perwatt.mathml`) and
-the live kernels' widget JavaScript (:mod:`perwatt.render`).
+the live kernels' widget JavaScript (:mod:`perwatt.render`) and the build kernels' displays
+(:mod:`perwatt.displays`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ PATCHED = {
                         "unpickles a chapter's whole doctree again for every numbered reference into it"),
     "pybtex": ("0.26.1", "looks each citation style and backend up among every installed package's entry points "
                          "again for every entry and citation"),
+    "ipykernel": ("7.4.0", "flushes stdout and stderr before every display, waiting on its IO thread for each "
+                           "even when they hold nothing (perwatt.displays, in the build's kernels)"),
     "sphinx-exercise": ("1.2.1", "keeps every exercise and solution node in the environment together with its "
                                  "whole document, so the pickled environment carries the chapters' doctrees again"),
 }
