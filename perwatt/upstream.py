@@ -40,7 +40,7 @@ PATCHED = {
                         "unpickles a chapter's whole doctree again for every numbered reference into it"),
     "pybtex": ("0.26.1", "looks each citation style and backend up among every installed package's entry points "
                          "again for every entry and citation"),
-    "ipykernel": ("7.4.0", "flushes stdout and stderr before every display, waiting on its IO thread for each "
+    "ipykernel": ("7.4.0", "flushes stdout and stderr before every display and reply, waiting on its IO thread for each "
                            "even when they hold nothing (perwatt.displays, in the build's kernels)"),
     "sphinx-exercise": ("1.2.1", "keeps every exercise and solution node in the environment together with its "
                                  "whole document, so the pickled environment carries the chapters' doctrees again"),
