@@ -68,8 +68,8 @@ def _reject_non_numbers(name: str, value: object) -> None:
 def _plain(name: str, value: float | int, minimum: float | None, exclusive_minimum: float | None,
            maximum: float | None, exclusive_maximum: float | None, whole: bool, unit_hint: str) -> np.ndarray:
     """:func:`array` for one Python float or int: :func:`_general`'s checks, in the same order, with
-    the same messages, in a tenth of the time (the model's functions check some 47,000 arguments
-    while the book is built)."""
+    the same messages, in about a fourteenth of the time (8.1 to 0.59 us for ``array('x', 3.5,
+    minimum=0.0)``; the chapters make some 47,000 checks when run in one process)."""
     try:
         number = float(value)
     except OverflowError:

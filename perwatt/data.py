@@ -164,7 +164,7 @@ def stored(function: F) -> F:
 def _load_cached(name: str, directory: str) -> pd.DataFrame:
     # Through the store when it is on: in a build, the data check before the kernels start leaves
     # each file's checked frame there, and each kernel reads it instead of checking every file again
-    # (about 0.4 s of CPU per kernel). A file that fails its checks leaves nothing behind.
+    # (about 0.2 s of each kernel's warm-up). A file that fails its checks leaves nothing behind.
     return store.remembered(lambda: _checked(name, directory), directory, "perwatt.data.load", (name,))
 
 

@@ -170,9 +170,9 @@ def _warm_up(cwd: Path, timeout: int | None):
 def _shut_down(client) -> None:
     """Stop a client's kernel, if it has one (one that never started has nothing to stop).
 
-    At once: the kernel holds nothing the build needs. Asked to shut down, a kernel that had run
-    chapters sometimes did not exit within the 2.5 s jupyter_client waits before it sends SIGTERM
-    (2 of 7 clean builds here, which then waited 2.7-2.9 s for it)."""
+    At once: the kernel holds nothing the build needs. Asked to shut down, they sometimes took as
+    long as jupyter_client waits before it sends SIGTERM, 2.5 s: closing them took 2.65 and 2.89 s
+    in 2 of 7 clean builds here, 0.12-0.22 s in the others (the cause inferred, not observed)."""
     if client is not None and client.km is not None:
         client.shutdown_kernel = "immediate"
         client._cleanup_kernel()
@@ -232,11 +232,11 @@ def start_early(app: Sphinx, every_notebook_is_stale: bool) -> None:
 
 
 #: The chapters that run longest, longest first. A code cell's length says little of how long it
-#: runs (fleet.md's few cells solve 27 fleet plans): in clean builds on 2 cores, fleet.md ran
-#: 3.5-3.6 s and prefill-decode.md 2.7 s, the next longest 1.8 s. Queued by code length, the two
-#: ran one after the other on one kernel, and the other kernel finished its last chapter 1.2-1.7 s
-#: earlier (three clean builds); queued first, 0.1-0.2 s earlier. perf/build_time.py reports, from
-#: each of its clean builds, whether these are still the longest.
+#: runs (fleet.md's figure solves a fleet plan at each of its 27 settings): in clean builds on 2
+#: cores, fleet.md ran 3.5-3.6 s and prefill-decode.md 2.6-2.7 s, the next longest 1.3-1.8 s. Queued
+#: by code length, the two kernels finished their last chapters 1.2-1.7 s apart (three clean
+#: builds); with these first, 0.1-0.2 s apart. perf/build_time.py reports, from each of its clean
+#: builds, whether these are still the longest.
 RUN_LONGEST = ("fleet.md", "prefill-decode.md")
 
 

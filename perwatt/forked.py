@@ -3,10 +3,10 @@
 Once the kernels have finished, a build runs on one core: Sphinx writes the pages, then the book's
 extension cuts the icon fonts, prunes the stylesheets and writes the handouts, one after another.
 :func:`start` hands a piece of that work to a child process (``os.fork``: the child starts with
-everything the build has read, at no cost of its own), and :func:`Job.result` waits for its result.
+everything the build has read, without reading or computing it again), and :func:`Job.result` waits for its result.
 
-A child that fails leaves no trace but its exit: the work is then done again in the build's own
-process, so that its error is reported as the build's own, with the build's logging. Where
+A child that fails returns no result (files it wrote may remain): the work is then done again in
+the build's own process, so that its error is reported as the build's own, with the build's logging. Where
 ``os.fork`` is missing (Windows), the work is done there from the start, when its result is asked for.
 """
 

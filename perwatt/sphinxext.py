@@ -123,7 +123,7 @@ def _config_inited(app: Sphinx, config) -> None:
             shutil.rmtree(build_store)
         os.environ[store.VARIABLE] = str(build_store)
     # Nothing cached can be used: the kernels start now, while the rest of the build sets up. The
-    # data is checked meanwhile (0.35 s, which each kernel then reads from the store rather than
+    # data is checked meanwhile (about 0.2 s alone, which each kernel then reads from the store rather than
     # checking again); a bad file stops the build and the kernels with it.
     execution.start_early(app, every_notebook_is_stale=not unchanged)
     # The stamp, written once the data validated, fingerprints the data and the code that checks it.
