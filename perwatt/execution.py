@@ -108,6 +108,7 @@ class KernelPool:
         self._done: dict[Path, Executed] = {}
         self._ready: dict[Path, threading.Event] = {}
         self.order: list[Path] = []
+        self._closing = False
         # Threads suffice: the work is in the kernels, each its own process.
         self._threads = [threading.Thread(target=self._work, args=(cwd,), daemon=True) for _ in range(kernels)]
         for thread in self._threads:
@@ -127,11 +128,15 @@ class KernelPool:
         self._ready[path].wait()
         return self._done[path]
 
-    def close(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
-        for thread in self._threads:
-            thread.join()
+    def close(self, wait: bool = True) -> None:
+        """Let the kernels finish what is queued, then stop them; with ``wait``, until they have."""
+        if not self._closing:
+            self._closing = True
+            for _ in self._threads:
+                self._jobs.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
     def _work(self, cwd: Path) -> None:
         owner = None
@@ -301,8 +306,16 @@ def collect(app: Sphinx, docname: str, source: list[str]) -> None:
     logging.getLogger(__name__).info(f"perwatt: executed {result.path.name} in {result.seconds:.2f} seconds")
 
 
+def release(app: Sphinx, _env) -> None:
+    """After reading: the kernels are stopped while Sphinx goes on to write the pages (a tenth of a
+    second or more that it no longer waits for); :func:`close` waits for them."""
+    pool = getattr(app, "perwatt_pool", None)
+    if pool is not None:
+        pool.close(wait=False)
+
+
 def close(app: Sphinx, *_args) -> None:
-    """After reading (or when the build stops): the kernels are shut down."""
+    """When the build ends or stops: the kernels are shut down, and waited for."""
     pool = getattr(app, "perwatt_pool", None)
     if pool is not None:
         app.perwatt_pool = None

@@ -320,7 +320,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _reread_all_if_model_changed)
     app.connect("env-before-read-docs", execution.submit_stale)
     app.connect("source-read", execution.collect)
-    app.connect("env-updated", execution.close)
+    app.connect("env-updated", execution.release)
     app.connect("build-finished", execution.close, priority=100)  # when a build stops early too
     app.connect("doctree-read", _pack_chart_specs)
     app.connect("html-page-context", _add_chart_scripts)
