@@ -20,7 +20,7 @@ def _holds_text(stream) -> bool:
     return bool(stream._buffers) or stream.echo is not None
 
 
-def skip_empty_flushes(shell=None) -> None:
+def skip_empty_flushes() -> None:
     """Make stdout and stderr, where they are ipykernel's streams, flush only when they hold text."""
     for stream in (sys.stdout, sys.stderr):
         if not (hasattr(stream, "_buffers") and hasattr(stream, "echo")) or "flush" in vars(stream):

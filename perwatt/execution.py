@@ -58,12 +58,13 @@ def _stale(env, notebooks: list[tuple[Path, object, str]], cache_is_empty: bool 
     stale = []
     for path, reader, text in notebooks:
         notebook = reader.read(text)
-        try:
-            if cache is None:
-                raise KeyError(path)
-            cache.match_cache_notebook(notebook)
-        except KeyError:
-            stale.append((path, notebook, reader.read_fmt))
+        if cache is not None:
+            try:
+                cache.match_cache_notebook(notebook)
+                continue
+            except KeyError:
+                pass
+        stale.append((path, notebook, reader.read_fmt))
     return stale
 
 
@@ -89,7 +90,7 @@ class Executed:
 #: Displays stop waiting on empty output streams (:mod:`perwatt.displays`).
 WARM_UP = ("import perwatt.figures, perwatt.tables, perwatt.exercises, perwatt.exercises_agents\n"
            "from perwatt import data, displays\n"
-           "displays.skip_empty_flushes(get_ipython())\n"
+           "displays.skip_empty_flushes()\n"
            "data.validate_all()\n"
            "__import__('gc').freeze()")
 
