@@ -75,8 +75,10 @@ class Hardware:
     def __post_init__(self) -> None:
         checks.instance("name", self.name, str)
         checks.instance("label", self.label, str)
-        checks.usd_per_chip_hour("usd_per_hour", self.usd_per_hour)
-        checks.power_w("power_w", self.power_w)
+        # One chip's price and power: single numbers. An array passes the range checks element by
+        # element (an empty one, with no elements, passes them all), and power_w bounds the watts below.
+        checks.usd_per_chip_hour("usd_per_hour", checks.scalar("usd_per_hour", self.usd_per_hour))
+        checks.power_w("power_w", checks.scalar("power_w", self.power_w))
         _per_workload("capacity", self.capacity,
                       lambda n, v: checks.scalar(n, v, minimum=0.0, maximum=checks.MAX_RATE))
         _supply("supply", self.supply)

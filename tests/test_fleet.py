@@ -106,6 +106,16 @@ def test_average_draw_enters_the_electricity_and_the_rating_the_peak():
         fleet.Hardware("a", "A", 1.0, 1000.0, {"w": 10.0}, watts={"w": 1200.0})  # above its rating
 
 
+@pytest.mark.parametrize("field", ["usd_per_hour", "power_w"])
+@pytest.mark.parametrize("bad", [[], np.array([]), [1000.0], np.array([900.0, 1000.0])], ids=["[]", "empty array", "[1000]", "two"])
+def test_a_chips_price_and_power_are_single_numbers(field, bad):
+    # Found by the full fuzz tier: an empty power_w passed its check (no element out of range) and
+    # then failed as the bound of the watts, in an error that named no parameter.
+    given = {"usd_per_hour": 1.0, "power_w": 1000.0, field: bad}
+    with pytest.raises(ValueError, match=rf"^{field} must be a single number"):
+        fleet.Hardware("a", "A", given["usd_per_hour"], given["power_w"], {"w": 10.0}, watts={"w": 500.0})
+
+
 def test_capacity_is_the_serving_frontiers_best_point_at_the_target():
     work = fleet.Workload("w", 8192, 1024, 35.0, 1.0, "deepseek-r1")
     frontier = serving.frontier("deepseek-r1", "gb200", isl=8192, osl=1024)
