@@ -8,9 +8,10 @@ Measured in a full Chromium, as readers run it, not in the tests' headless shell
 
 A control that misses a target is measured twice more on the same page, after every control of
 its chart has been moved: once as before, and once with each of Vega's dataflow operators timed,
-which splits a move into the dataflow's operators and the rest (drawing the SVG, Vega's own
-scheduling). Its reason line gives those figures, and whether it was the first control moved on
-its chart (the page's code for that chart had not run before it).
+which gives their average time a move, by operator type, beside that pass's median move (an average
+beside a median: not an exact split; the input event, Vega's scheduling and drawing the SVG are
+not timed on their own). Its reason line gives those figures, and whether it was the first control
+moved on its chart (the page's code for that chart had not run before it).
 
 Run after `make book`: .venv/bin/python perf/browser_latency.py (another build: set PERWATT_SITE to
 its _build/html). Name figures to measure only those, e.g. `perf/browser_latency.py per-watt-frontier`.
@@ -109,8 +110,8 @@ def _explain(page, chart_id: str, key: str, control: str, first: bool, measured:
                     "by_operator_ms_per_move": dict(sorted(per_move.items(), key=lambda kv: -kv[1]))})
         top = ", ".join(f"{k} {v:.1f}" for k, v in list(out["by_operator_ms_per_move"].items())[:4])
         line += (f"; with Vega's operators timed (a pass whose median was {out['split_median_ms']:.1f} ms), "
-                 f"they took {out['operators_ms_per_move']:.1f} ms a move on average ({top}); the rest of a move is "
-                 f"spent outside them (the input event, Vega's scheduling, drawing the SVG)")
+                 f"they took {out['operators_ms_per_move']:.1f} ms a move on average ({top}); the input event, Vega's "
+                 f"scheduling and drawing the SVG are not timed on their own")
     out["line"] = line
     return out
 
