@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import socket
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import axe, once_per_run
+from conftest import BROWSER_ARGS, axe, once_per_run
 from tolerances import SHIPPED_RTOL
 
 from perwatt import devtools, figures
@@ -62,15 +63,15 @@ def reader_pages(site: Path) -> list[str]:
 
 
 class PageVisit:
-    """A page opened in a fresh context that records errors and every URL it asks for, and blocks
-    other origins."""
+    """A page opened in a fresh context that records errors, every URL it asks for, and those
+    outside the site (which the tests' browser cannot reach: conftest.BROWSER_ARGS)."""
 
     def __init__(self, browser, site_url: str, path: str, width: int = 1280) -> None:
         self.errors: list[str] = []
         self.off_origin: list[str] = []
         self.requested: list[str] = []
         self.context = browser.new_context(viewport={"width": width, "height": 900})
-        self.context.route("**/*", self._route(site_url))
+        self.context.on("request", self._record(site_url))
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
         self.page.on("console", lambda msg: self.errors.append(f"console {msg.type}: {msg.text}")
@@ -79,16 +80,12 @@ class PageVisit:
         self.page.wait_for_function("() => !window.perwatt || window.perwatt.ready !== undefined")
         self.page.evaluate("() => window.perwatt && window.perwatt.ready")
 
-    def _route(self, site_url: str):
-        def handle(route) -> None:
-            url = route.request.url
-            self.requested.append(url)
-            if url.startswith(site_url + "/") or url.startswith(("data:", "blob:")):
-                route.continue_()
-            else:
-                self.off_origin.append(url)
-                route.abort()
-        return handle
+    def _record(self, site_url: str):
+        def record(request) -> None:
+            self.requested.append(request.url)
+            if not request.url.startswith((site_url + "/", "data:", "blob:")):
+                self.off_origin.append(request.url)
+        return record
 
     def close(self) -> None:
         self.context.close()
@@ -228,7 +225,7 @@ def test_the_full_browser_shows_a_chapter_as_the_headless_shell_does(site_url, b
     try:
         # Without a system browser, Playwright's own: its channel "chromium" is the full browser, not the shell.
         launched = browser.browser_type.launch(**({"executable_path": full} if full else {"channel": "chromium"}),
-                                               args=devtools.CHROMIUM_ARGS)
+                                               args=BROWSER_ARGS)
     except Error as err:
         pytest.fail(f"No full Chromium to compare the headless shell with. {devtools.NO_BROWSER}\n"
                     f"(Playwright said: {str(err).splitlines()[0]})")
@@ -251,6 +248,29 @@ def test_no_page_or_console_errors(page_checked, path):
 @pytest.mark.parametrize("path", PAGES)
 def test_no_request_leaves_the_site(page_checked, path):
     assert page_checked(path)["off_origin"] == []
+
+
+def test_a_request_for_another_host_is_seen_and_goes_nowhere(site_url, browser):
+    """The check above can fail: what a page asks of another host is recorded, and the tests' browser
+    cannot reach it (conftest.BROWSER_ARGS), so a page that leaned on a CDN would show it. The
+    machine's own name stands in for a reachable host: it resolves (to this machine) without the rule."""
+    host = socket.gethostname()
+    elsewhere = site_url.replace("127.0.0.1", host if host not in ("localhost", "127.0.0.1") else "example.org")
+    visit = PageVisit(browser, site_url, "chapters/intro.html")
+    try:
+        outcome = visit.page.evaluate("""() => new Promise((resolve) => {
+            const img = new Image();
+            img.onload = () => resolve('loaded');
+            img.onerror = () => resolve('failed');
+            img.src = 'https://cdn.jsdelivr.net/npm/vega@6/build/vega.min.js?probe';
+        })""")
+        assert outcome == "failed"
+        assert visit.off_origin == ["https://cdn.jsdelivr.net/npm/vega@6/build/vega.min.js?probe"]
+        with pytest.raises(Exception, match="ERR_NAME_NOT_RESOLVED"):
+            visit.page.goto(f"{elsewhere}/index.html", wait_until="commit")
+        assert visit.off_origin[-1] == f"{elsewhere}/index.html"
+    finally:
+        visit.close()
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -48,7 +48,7 @@ class Visit(PageVisit):
                                            accept_downloads=True)
         if clipboard:
             self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
-        self.context.route("**/*", self._route(base))
+        self.context.on("request", self._record(base))
         if init_script:
             self.context.add_init_script(init_script)
         self.page = self.context.new_page()
