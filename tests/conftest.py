@@ -199,11 +199,12 @@ def axe():
     return Axe.from_file(AXE_SCRIPT)
 
 
-#: The tests' browsers resolve no host but this machine's, so the site is checked as if offline,
-#: and a request for anywhere else fails at once. The tests still see every request (PageVisit
-#: records them from the context's events); intercepting each one instead (context.route) cost a
-#: round trip through Playwright: about 0.06 s of CPU a visit to per-watt.html, 0.88-0.95 s against
-#: 0.94-0.98 s in three rounds of ten visits each way.
+#: The tests' browsers resolve no host name but localhost (127.0.0.1 is reached by its address), so a
+#: request for another host fails at once, as it would offline. The tests still see every request:
+#: PageVisit records them from the context's events, and one for any origin but the site's fails
+#: them. Intercepting each request instead (context.route, which also turns off the HTTP cache) took
+#: 0.94-0.98 s of the machine's CPU a visit to per-watt.html, against 0.88-0.95 s, in three rounds
+#: of ten visits each way.
 BROWSER_ARGS = [*devtools.CHROMIUM_ARGS, "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
 
 
