@@ -62,25 +62,24 @@ def vendored() -> Path | None:
     return _recorded(VENDOR_RECORD, VENDOR_DIR)
 
 
+def _made(folder: Path, record: Path) -> Path:
+    """Make the bundle in ``folder`` and write ``record`` for it, as :func:`_recorded` reads it."""
+    target = folder / name()
+    make(target)
+    record.write_text(f"{source()}\n{target.name}\n", encoding="utf-8")
+    return target
+
+
 def vendor() -> Path:
     """Make the repository's copy of the bundle from the installed versions, and its record."""
     for old in VENDOR_DIR.glob("perwatt-vega-*.js"):
         old.unlink()
-    target = VENDOR_DIR / name()
-    make(target)
-    VENDOR_RECORD.write_text(f"{source()}\n{target.name}\n", encoding="utf-8")
-    return target
+    return _made(VENDOR_DIR, VENDOR_RECORD)
 
 
 def written(directory: Path) -> Path:
     """Write the Vega bundle into ``directory``, unless the one there was made from the same
     versions. Returns its path."""
-    # The stamp sits beside the folder, not in it: the folder is copied into the site as it is.
-    stamp = directory.with_name(f"{directory.name}-vega.source")
-    reused = _recorded(stamp, directory)
-    if reused is not None:
-        return reused
-    target = directory / name()
-    make(target)
-    stamp.write_text(f"{source()}\n{target.name}", encoding="utf-8")
-    return target
+    # The record sits beside the folder, not in it: the folder is copied into the site as it is.
+    record = directory.with_name(f"{directory.name}-vega.source")
+    return _recorded(record, directory) or _made(directory, record)
