@@ -22,7 +22,11 @@ def _draw_speedup_surface(base: alt.Chart, grid: pd.DataFrame) -> alt.LayerChart
     tooltip = tooltips(("alpha:Q", "α", ".2f"), ("gamma:Q", "γ"),
                        ("expected_tokens:Q", "Tokens per target pass", ".2f"), ("speedup:Q", "Speed-up", ".2f"))
     cells = base.mark_rect().encode(x=x, y=y, color=colour, tooltip=tooltip)
-    text = base.mark_text(fontSize=10).encode(x=x, y=y, text=alt.Text("speedup:Q", format=".1f"))
+    # Each number in black or white, whichever stands out more from its cell: black on the scheme's dark
+    # ends fell to 2.4:1. (Vega's own contrast(), on the colour the cell is drawn in.)
+    ink = alt.expr("contrast('black', scale('color', datum.speedup)) >= contrast('white', scale('color', datum.speedup))"
+                   " ? 'black' : 'white'")
+    text = base.mark_text(fontSize=10, color=ink).encode(x=x, y=y, text=alt.Text("speedup:Q", format=".1f"))
     best = base.transform_filter("datum.is_best").mark_rect(filled=False, stroke="black", strokeWidth=2.5).encode(
         x=x, y=y)
     return framed(alt.layer(cells, text, best), "Speed-up from speculative decoding (memory-bound decode)",
