@@ -30,12 +30,14 @@ def jupyter_book() -> str:
     return str(Path(sys.executable).with_name("jupyter-book"))
 
 
-def build(out: Path | None = None, *extra: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    """Build the book strictly, into ``out`` (a fresh folder) or the repository's own ``_build``."""
+def build(out: Path | None = None, *extra: str, timeout: float = 1200,
+          environment: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Build the book strictly, into ``out`` (a fresh folder) or the repository's own ``_build``, with
+    ``environment`` (this process's own, by default) and from the repository's folder."""
     where = ["--path-output", str(out)] if out is not None else []
-    env = {k: v for k, v in os.environ.items() if k != "PERWATT_RENDER"}
+    env = {k: v for k, v in (os.environ if environment is None else environment).items() if k != "PERWATT_RENDER"}
     return subprocess.run([jupyter_book(), "build", str(REPO), *where, *BUILD_FLAGS, *extra],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+                          capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
 
 
 def toc_files(root: Path = REPO) -> list[str]:

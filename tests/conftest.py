@@ -77,8 +77,15 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: C
     return result["value"]
 
 
+#: The environment every build of the run gets: as the session began, once the store is named. A build
+#: runs in a background thread, and took whatever a test of its worker had set meanwhile: one run's
+#: second build read the data of a test's edited copy (PERWATT_DATA), and its fleet chapter and search
+#: index differed from the first build's.
+SESSION_ENVIRONMENT: dict[str, str] = {}
+
+
 def _build(folder: Path) -> dict:
-    proc = devtools.build(folder)
+    proc = devtools.build(folder, environment=SESSION_ENVIRONMENT or None)
     return {"log": proc.stdout + proc.stderr, "returncode": proc.returncode}
 
 
@@ -108,6 +115,7 @@ def _one_store_per_run(tmp_path_factory: pytest.TempPathFactory) -> None:
     builds, their kernels, the handouts and the workers then compute each fleet plan, serving sweep
     and figure grid once between them. A store the caller already named is used as it is."""
     os.environ.setdefault(store.VARIABLE, str(run_folder(tmp_path_factory) / "store"))
+    SESSION_ENVIRONMENT.update(os.environ)
 
 
 @pytest.fixture(scope="session", autouse=True)
