@@ -84,8 +84,13 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: C
 SESSION_ENVIRONMENT: dict[str, str] = {}
 
 
+def session_build(folder: Path, *extra: str, timeout: float = 1200):
+    """devtools.build with the session's environment: how every test builds the book."""
+    return devtools.build(folder, *extra, timeout=timeout, environment=SESSION_ENVIRONMENT or None)
+
+
 def _build(folder: Path) -> dict:
-    proc = devtools.build(folder, environment=SESSION_ENVIRONMENT or None)
+    proc = session_build(folder)
     return {"log": proc.stdout + proc.stderr, "returncode": proc.returncode}
 
 

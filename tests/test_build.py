@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import SESSION_ENVIRONMENT, digests
+from conftest import SESSION_ENVIRONMENT, digests, session_build
 
 from perwatt import accounting, devtools, iconfont, render, sphinxext, vegabundle
 
@@ -241,7 +241,7 @@ def test_each_figure_cell_shows_its_chart_and_no_dead_control(site):
 
 def test_unchanged_chapters_are_not_executed_again(second_build):
     # --all re-reads every source; jupyter-cache must still serve every chapter unexecuted.
-    proc = devtools.build(second_build.html.parent.parent, "--all", timeout=600, environment=SESSION_ENVIRONMENT or None)
+    proc = session_build(second_build.html.parent.parent, "--all", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
     notebooks = devtools.chapter_files()  # plain Markdown pages (glossary, references) are never executed
@@ -502,8 +502,8 @@ def test_a_build_gets_the_sessions_environment_not_what_a_test_has_set_since(mon
     import conftest
 
     seen = {}
-    monkeypatch.setattr(conftest.devtools, "build", lambda folder, environment=None: seen.update(environment or {})
-                        or SimpleNamespace(stdout="", stderr="", returncode=0))
+    monkeypatch.setattr(conftest.devtools, "build", lambda folder, *extra, timeout, environment=None:
+                        seen.update(environment or {}) or SimpleNamespace(stdout="", stderr="", returncode=0))
     monkeypatch.setenv("PERWATT_DATA", str(tmp_path / "an edited copy"))
     conftest._build(tmp_path)
     assert seen and seen.get("PERWATT_DATA") == SESSION_ENVIRONMENT.get("PERWATT_DATA") != str(tmp_path / "an edited copy")
