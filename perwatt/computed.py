@@ -76,4 +76,4 @@ class ComputedFigure:
 
     def show(self):
         """The static chart while the book is built, the live panel in a kernel."""
-        return self.chart() if render.is_static() else FigurePanel(self)
+        return render.BuiltChart(self.chart()) if render.is_static() else FigurePanel(self)

@@ -268,7 +268,7 @@ class InteractiveFigure:
         """What a chapter's figure cell displays: the static chart while the book is built (its
         controls recompute it in the browser), the live panel in a kernel (they recompute it
         through Python). Never both, and never a control that does nothing."""
-        return self.chart() if render.is_static() else FigurePanel(self)
+        return render.BuiltChart(self.chart()) if render.is_static() else FigurePanel(self)
 
 
 def _repeated(values: list, sizes: list[int]) -> pd.Series:

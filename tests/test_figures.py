@@ -235,6 +235,16 @@ def test_every_figure_validates_at_its_defaults_and_another_setting():
         fig.chart_at(**moved).to_dict(validate=True)
 
 
+def test_a_figure_shown_in_the_build_is_its_checked_chart_as_the_static_renderer_writes_it(monkeypatch):
+    # The build skips schema validation on showing a figure's chart (render.BuiltChart); this is
+    # where it happens instead, on the very chart the page gets.
+    monkeypatch.setenv(render.MODE_VARIABLE, "static")
+    for fig in FIGURES.values():
+        shown = fig.show()
+        assert isinstance(shown, render.BuiltChart), fig.name
+        assert shown._repr_mimebundle_() == render.static_renderer(fig.chart().to_dict(validate=True)), fig.name
+
+
 def test_figures_called_frontiers_declare_their_axes():
     for fig in FIGURES.values():
         title = fig.chart_at().to_dict(validate=False).get("title", {})
