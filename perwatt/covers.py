@@ -36,9 +36,10 @@ def expand(counts: np.ndarray, most: int | None = None) -> tuple[np.ndarray, np.
 def smallest_cover(cap: np.ndarray, a: float, d: np.ndarray) -> np.ndarray:
     """The fewest instances t ≥ 0 (of capacity a) with cap + t·a ≥ d, as computed in float64
     (the quotient's ceiling can be one off either way)."""
-    t = np.where(d > cap, np.ceil(np.maximum(d - cap, 0.0) / a), 0.0)
-    t = np.where((t > 0) & (cap + (t - 1) * a >= d), t - 1, t)
-    return np.where(cap + t * a < d, t + 1, t)
+    t = np.ceil(np.maximum(d - cap, 0.0) / a)
+    t -= (t > 0) & (cap + (t - 1) * a >= d)
+    t += cap + t * a < d
+    return t
 
 
 def covers(a: np.ndarray, c: np.ndarray, d: np.ndarray, limit: np.ndarray, *, usage: np.ndarray | None = None,
@@ -86,26 +87,34 @@ def covers(a: np.ndarray, c: np.ndarray, d: np.ndarray, limit: np.ndarray, *, us
         base = cost + np.maximum(need - cap, 0.0) * ratio
         slope = c[h] - a[h] * ratio
         most = np.floor((lim - base) / slope) if slope > 0 else np.full(cost.size, np.inf)
-        partial = np.clip(np.minimum(np.where(base <= lim, most, -1.0) + 1, full), 0, None)
+        partial = np.maximum(np.minimum(np.where(base <= lim, most, -1.0) + 1, full), 0.0)
         finish = cost + full * c[h] <= lim  # full = 0: already covered, h stays unused
         counts = (partial + finish).astype(np.int64)
         parent, t = expand(counts, most_rows)
         t = t.astype(float)
         t[(np.cumsum(counts) - 1)[finish]] = full[finish]
-        cost, cap, root = cost[parent] + t * c[h], cap[parent] + t * a[h], root[parent]
         if bounded:
-            used = used[parent] + t * usage[h]
-            ok = allowed(cost + np.maximum(d[root] - cap, 0.0) * ratio, used)
-            parent, t, cost, cap, root, used = parent[ok], t[ok], cost[ok], cap[ok], root[ok], used[ok]
+            cost, cap, used = cost[parent] + t * c[h], cap[parent] + t * a[h], used[parent] + t * usage[h]
+            ok = np.flatnonzero(allowed(cost + np.maximum(need[parent] - cap, 0.0) * ratio, used))
+            parent, t, cost, cap, used = parent[ok], t[ok], cost[ok], cap[ok], used[ok]
+            root = root[parent]
+        else:
+            cost, cap, root = cost[parent] + t * c[h], cap[parent] + t * a[h], root[parent]
         levels.append((parent, t))
-    x = np.zeros((root.size, n))
-    x[:, order[-1]] = last
-    at = keep
+    # Each item's counts, read back level by level; a cover is minimal when its smallest item used
+    # is too big to drop (float64 subtraction is monotone, so no other item could be dropped).
+    columns, at = [(order[-1], last)], keep
+    smallest = np.where(last > 0, a[order[-1]], np.inf)
     for h, (parent, t) in zip(order[-2::-1], levels[::-1]):
-        x[:, h] = t[at]
+        count = t[at]
+        columns.append((h, count))
+        smallest = np.where(count > 0, np.minimum(smallest, a[h]), smallest)
         at = parent[at]
-    minimal = np.all((x == 0) | (cap[:, None] - a[None, :] < d[root][:, None]), axis=1)
-    return root[minimal], x[minimal], cap[minimal], cost[minimal]
+    minimal = np.flatnonzero(cap - smallest < d[root])
+    x = np.zeros((minimal.size, n))
+    for h, count in columns:
+        x[:, h] = count[minimal]
+    return root[minimal], x, cap[minimal], cost[minimal]
 
 
 def least_cover(a: np.ndarray, c: np.ndarray, d: float, tol: float,
