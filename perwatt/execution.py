@@ -6,7 +6,8 @@ imports and data checks every chapter begins with. Here (hooks connected by :mod
 
 * on a clean build, or after the model changed, as many kernels as there are cores start as soon
   as the configuration is read, and import the package and load its data while Sphinx sets up
-  (:func:`start_early`);
+  (:func:`start_early`); on Linux, one process does that once and the kernels are forked from it
+  (:mod:`perwatt.zygote`);
 * once Sphinx knows which documents it will read, the notebooks among them that jupyter-cache
   lacks go to those kernels, the longest first (:data:`RUN_LONGEST`); each kernel runs one
   notebook after another;
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from perwatt import devtools
+from perwatt import devtools, zygote
 
 
 def _notebooks(env, docnames: list[str]) -> list[tuple[Path, object, str]]:
@@ -84,15 +85,19 @@ class Executed:
     error: str | None
 
 
-#: What a kernel does while Sphinx sets up: the imports and data loading every chapter begins with.
-#: What they leave lives as long as the kernel, so the garbage collector's full passes are spared it
-#: (:func:`gc.freeze`): about 6% of the chapters' execution time, in three clean builds each way.
-#: Displays stop waiting on empty output streams (:mod:`perwatt.displays`).
-WARM_UP = ("import perwatt.figures, perwatt.tables, perwatt.exercises, perwatt.exercises_agents\n"
-           "from perwatt import data, displays\n"
-           "displays.skip_empty_flushes()\n"
-           "data.validate_all()\n"
-           "__import__('gc').freeze()")
+#: The imports and data loading every chapter begins with: done once by the kernels' zygote
+#: (:mod:`perwatt.zygote`) before it forks them, and again by each kernel in its warm-up, in 1-2 ms
+#: where the kernel was forked, its modules and data loaded already.
+PRELOAD = ("import perwatt.figures, perwatt.tables, perwatt.exercises, perwatt.exercises_agents\n"
+           "from perwatt import data\n"
+           "data.validate_all()\n")
+#: What a kernel does while Sphinx sets up. What it leaves lives as long as the kernel, so the
+#: garbage collector's full passes are spared it (:func:`gc.freeze`): about 6% of the chapters'
+#: execution time, in three clean builds each way. Displays stop waiting on empty output streams
+#: (:mod:`perwatt.displays`).
+WARM_UP = PRELOAD + ("from perwatt import displays\n"
+                     "displays.skip_empty_flushes()\n"
+                     "__import__('gc').freeze()")
 
 
 class KernelPool:
@@ -110,6 +115,12 @@ class KernelPool:
         self._ready: dict[Path, threading.Event] = {}
         self.order: list[Path] = []
         self._closing = False
+        # Forked from one process that has loaded what every kernel loads, where that can be done.
+        self._options = devtools.kernel_options()
+        self._zygote = zygote.Zygote(PRELOAD, cwd) if zygote.available() and self._options else None
+        if self._zygote is not None:
+            self._options = {"kernel_manager_class": zygote.manager_class(self._options["kernel_manager_class"],
+                                                                          self._zygote)}
         # Threads suffice: the work is in the kernels, each its own process.
         self._threads = [threading.Thread(target=self._work, args=(cwd,), daemon=True) for _ in range(kernels)]
         for thread in self._threads:
@@ -138,22 +149,25 @@ class KernelPool:
         if wait:
             for thread in self._threads:
                 thread.join()
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
 
     def _work(self, cwd: Path) -> None:
         owner = None
         try:
-            owner = _warm_up(cwd, self.timeout)
+            owner = _warm_up(cwd, self.timeout, self._options)
             while (job := self._jobs.get()) is not None:
                 path = job[0]
                 try:
-                    owner, self._done[path] = _run_one(owner, *job, self.timeout, self.allow_errors)
+                    owner, self._done[path] = _run_one(owner, *job, self.timeout, self.allow_errors, self._options)
                 finally:
                     self._ready[path].set()
         finally:
             _shut_down(owner)
 
 
-def _warm_up(cwd: Path, timeout: int | None):
+def _warm_up(cwd: Path, timeout: int | None, options: dict | None = None):
     """A kernel that has run :data:`WARM_UP` (None if it could not start; the first notebook then
     starts one). A warm-up that fails leaves nothing a chapter can see: its namespace is cleared."""
     from nbclient import NotebookClient
@@ -161,7 +175,7 @@ def _warm_up(cwd: Path, timeout: int | None):
     from nbformat import v4
 
     client = NotebookClient(v4.new_notebook(cells=[v4.new_code_cell(WARM_UP)]), timeout=timeout, record_timing=False,
-                            kernel_name="python3", **devtools.kernel_options(),
+                            kernel_name="python3", **(devtools.kernel_options() if options is None else options),
                             resources={"metadata": {"path": str(cwd)}})
     try:
         client.execute(cleanup_kc=False)
@@ -193,7 +207,8 @@ def _on(owner, client):
     return client
 
 
-def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_errors: bool):
+def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_errors: bool,
+             options: dict | None = None):
     """Run one notebook on ``owner``'s kernel (a NotebookClient, or None to start one); returns the
     client that owns the kernel now (None once the kernel has failed) and what happened."""
     from nbclient import NotebookClient
@@ -203,7 +218,7 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
     settings = notebook.metadata.get("execution", {})  # a notebook may set its own, as myst-nb allows
     options = {"timeout": settings.get("timeout", timeout), "allow_errors": settings.get("allow_errors", allow_errors),
                # No timestamps in the cells: two builds of one source must write the same notebooks.
-               "record_timing": False, **devtools.kernel_options(),
+               "record_timing": False, **(devtools.kernel_options() if options is None else options),
                "resources": {"metadata": {"path": str(path.parent)}}}
     start = time.perf_counter()
     client = None

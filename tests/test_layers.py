@@ -48,9 +48,28 @@ def test_no_module_is_too_long(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
 
 
+#: The one change to sys.path the package may make, and where: a kernel's zygote takes out the
+#: working folder that "python -c" put first, as ipykernel_launcher does (perwatt/zygote.py).
+LAUNCH_PATH = ("zygote.py", "if sys.path[:1] == ['']:\n    del sys.path[0]")
+
+
+class _DropLaunchPath(ast.NodeTransformer):
+    dropped = 0
+
+    def visit_If(self, node: ast.If):
+        if ast.unparse(node) == LAUNCH_PATH[1]:
+            self.dropped += 1
+            return None
+        return self.generic_visit(node)
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_the_package_reaches_into_neither_tests_nor_scripts(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    if path.name == LAUNCH_PATH[0]:
+        drop = _DropLaunchPath()
+        tree = drop.visit(tree)
+        assert drop.dropped == 1, f"{path.name} no longer takes out its launch folder as ipykernel_launcher does"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
