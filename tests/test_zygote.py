@@ -95,7 +95,7 @@ def test_stopping_the_zygote_stops_every_kernel_it_forked(tmp_path) -> None:
     pid = int(_printed(client)[0])
     try:
         assert not _ended(pid, 0)
-        z.close()  # the build gone without shutting its kernel down
+        z.close()  # the build's end, its kernel not shut down
         assert _ended(pid, 10), "a kernel outlived its zygote"
         assert z.process.returncode == 0
     finally:
@@ -108,7 +108,9 @@ def test_a_forked_kernels_cpu_time_counts_as_the_builds(tmp_path) -> None:
     z = zygote.Zygote("", tmp_path)
     client = _client(z, "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass",
                      cwd=tmp_path)
-    client.execute()  # and shuts the kernel down
+    client.execute(cleanup_kc=False)
+    assert isinstance(client.km.provisioner.process, zygote.ForkedKernel), "the kernel was not forked"
+    client._cleanup_kernel()
     z.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime >= 1.0
