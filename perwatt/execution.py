@@ -116,11 +116,11 @@ class KernelPool:
         self.order: list[Path] = []
         self._closing = False
         # Forked from one process that has loaded what every kernel loads, where that can be done.
-        self._options = devtools.kernel_options()
-        self._zygote = zygote.Zygote(PRELOAD, cwd) if zygote.available() and self._options else None
+        self._kernel_options = devtools.kernel_options()
+        self._zygote = zygote.Zygote(PRELOAD, cwd) if zygote.available() and self._kernel_options else None
         if self._zygote is not None:
-            self._options = {"kernel_manager_class": zygote.manager_class(self._options["kernel_manager_class"],
-                                                                          self._zygote)}
+            forking = zygote.manager_class(self._kernel_options["kernel_manager_class"], self._zygote)
+            self._kernel_options = {"kernel_manager_class": forking}
         # Threads suffice: the work is in the kernels, each its own process.
         self._threads = [threading.Thread(target=self._work, args=(cwd,), daemon=True) for _ in range(kernels)]
         for thread in self._threads:
@@ -156,26 +156,27 @@ class KernelPool:
     def _work(self, cwd: Path) -> None:
         owner = None
         try:
-            owner = _warm_up(cwd, self.timeout, self._options)
+            owner = _warm_up(cwd, self.timeout, self._kernel_options)
             while (job := self._jobs.get()) is not None:
                 path = job[0]
                 try:
-                    owner, self._done[path] = _run_one(owner, *job, self.timeout, self.allow_errors, self._options)
+                    owner, self._done[path] = _run_one(owner, *job, self.timeout, self.allow_errors, self._kernel_options)
                 finally:
                     self._ready[path].set()
         finally:
             _shut_down(owner)
 
 
-def _warm_up(cwd: Path, timeout: int | None, options: dict | None = None):
-    """A kernel that has run :data:`WARM_UP` (None if it could not start; the first notebook then
+def _warm_up(cwd: Path, timeout: int | None, kernel_options: dict | None = None):
+    """A kernel started with ``kernel_options`` (:func:`perwatt.devtools.kernel_options` unless the
+    pool's) that has run :data:`WARM_UP` (None if it could not start; the first notebook then
     starts one). A warm-up that fails leaves nothing a chapter can see: its namespace is cleared."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
     from nbformat import v4
 
     client = NotebookClient(v4.new_notebook(cells=[v4.new_code_cell(WARM_UP)]), timeout=timeout, record_timing=False,
-                            kernel_name="python3", **(devtools.kernel_options() if options is None else options),
+                            kernel_name="python3", **(kernel_options or devtools.kernel_options()),
                             resources={"metadata": {"path": str(cwd)}})
     try:
         client.execute(cleanup_kc=False)
@@ -208,7 +209,7 @@ def _on(owner, client):
 
 
 def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_errors: bool,
-             options: dict | None = None):
+             kernel_options: dict | None = None):
     """Run one notebook on ``owner``'s kernel (a NotebookClient, or None to start one); returns the
     client that owns the kernel now (None once the kernel has failed) and what happened."""
     from nbclient import NotebookClient
@@ -218,7 +219,7 @@ def _run_one(owner, path: Path, notebook, read_fmt, timeout: int | None, allow_e
     settings = notebook.metadata.get("execution", {})  # a notebook may set its own, as myst-nb allows
     options = {"timeout": settings.get("timeout", timeout), "allow_errors": settings.get("allow_errors", allow_errors),
                # No timestamps in the cells: two builds of one source must write the same notebooks.
-               "record_timing": False, **(devtools.kernel_options() if options is None else options),
+               "record_timing": False, **(kernel_options or devtools.kernel_options()),
                "resources": {"metadata": {"path": str(path.parent)}}}
     start = time.perf_counter()
     client = None

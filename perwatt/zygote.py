@@ -147,11 +147,11 @@ class Zygote:
     """A zygote process for the kernels of one build (:func:`serve`): started at once, so that it
     loads while the build goes on; :meth:`fork` asks it for a kernel, :meth:`close` stops it."""
 
-    def __init__(self, preload: str, cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, preload: str, cwd: Path) -> None:
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys; from perwatt import zygote; zygote.serve(sys.argv[1])", preload],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, text=True,
             start_new_session=True)  # a Ctrl-C at the build is the build's to handle
 
     def serves(self, cmd: list[str]) -> bool:
