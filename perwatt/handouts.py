@@ -213,11 +213,13 @@ def _figure_caption(cell: Any, ctx: Context) -> str | None:
 
 def handout(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bool = False):
     """One chapter as a student notebook (an ``nbformat`` node), written nowhere."""
-    import jupytext
     import nbformat
+    # The reader the build reads the chapter with; jupytext's reads the same cells (tests/test_handouts.py),
+    # and importing jupytext imports Jupyter Server's contents managers too, 0.06 s of a rebuild.
+    from myst_nb.core.read import read_myst_markdown_notebook
 
     ctx = Context(chapter, glue, index, answers)
-    source = jupytext.reads(chapter.read_text(encoding="utf-8"), fmt="md:myst")
+    source = read_myst_markdown_notebook(chapter.read_text(encoding="utf-8"))
     code = [c for c in source.cells if c.cell_type == "code"]
     if not code or "remove-cell" in code[0].metadata.get("tags", []):
         raise HandoutError(f"{chapter.name}: its first code cell (the setup) must be visible, not tagged remove-cell")
@@ -280,7 +282,7 @@ def _rendered(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bo
 @functools.cache
 def _source_digest() -> str:
     """This package's source and the notebook libraries' versions: what turns a chapter into a handout."""
-    digest = hashlib.sha256(f"jupytext {metadata.version('jupytext')}, nbformat {metadata.version('nbformat')}".encode())
+    digest = hashlib.sha256(f"myst-nb {metadata.version('myst-nb')}, nbformat {metadata.version('nbformat')}".encode())
     store.digest_files(digest, Path(__file__).parent, "*.py")
     return digest.hexdigest()
 

@@ -63,6 +63,21 @@ def test_chapters_are_myst_text_notebooks_with_code():
         assert code[0].metadata.get("tags") == ["hide-input"], path.name
 
 
+
+def test_the_build_and_jupytext_read_the_same_cells_from_every_chapter():
+    """The handouts are made from myst-nb's reading of a chapter (the build's own); a reader who
+    opens the chapter in Jupyter gets jupytext's. Each cell, its kind, source and metadata, the same."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    from perwatt.devtools import chapter_files
+
+    for path in chapter_files():
+        text = path.read_text(encoding="utf-8")
+        theirs, ours = jupytext.reads(text, fmt="md:myst"), read_myst_markdown_notebook(text)
+        assert ours.metadata["kernelspec"] == theirs.metadata["kernelspec"], path.name
+        assert [(c.cell_type, c.source, c.metadata) for c in ours.cells] == \
+               [(c.cell_type, c.source, c.metadata) for c in theirs.cells], path.name
+
 def test_launch_buttons_are_configured_and_thebe_is_off():
     config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     buttons = config["launch_buttons"]

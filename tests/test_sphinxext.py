@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import gc
+import json
+from pathlib import Path
+
+import pytest
 
 from perwatt import sphinxext, upstream
+
+
+@pytest.fixture(autouse=True)
+def _nbformat_as_it_was(monkeypatch):
+    """Connecting the extension patches nbformat's validator for the whole process: undone after each test."""
+    from nbformat import json_compat
+
+    monkeypatch.setattr(json_compat.FastJsonSchemaValidator, "__init__", json_compat.FastJsonSchemaValidator.__init__)
 
 
 class _RecordingApp:
     """Stands in for Sphinx's application: records each handler connected, accepts any other call."""
 
-    def __init__(self) -> None:
+    def __init__(self, doctreedir: Path) -> None:
         self.handlers: list[tuple[str, object, int]] = []
+        self.doctreedir = str(doctreedir)
 
     def connect(self, event: str, handler, priority: int = 500) -> int:
         self.handlers.append((event, handler, priority))
@@ -21,8 +34,8 @@ class _RecordingApp:
         return lambda *args, **kwargs: None
 
 
-def test_the_build_exempts_what_it_keeps_from_the_collector_as_each_phase_ends():
-    app = _RecordingApp()
+def test_the_build_exempts_what_it_keeps_from_the_collector_as_each_phase_ends(tmp_path):
+    app = _RecordingApp(tmp_path)
     gc.unfreeze()
     try:
         sphinxext.setup(app)
@@ -38,13 +51,13 @@ def test_the_build_exempts_what_it_keeps_from_the_collector_as_each_phase_ends()
         assert all(p < priority for p in others), event
 
 
-def test_pybtex_finds_each_plugin_once_and_still_what_it_found_before():
+def test_pybtex_finds_each_plugin_once_and_still_what_it_found_before(tmp_path):
     import pybtex.plugin
 
     uncached = getattr(pybtex.plugin.entry_points, "__wrapped__", pybtex.plugin.entry_points)
     (found,) = uncached(group="pybtex.style.formatting", name="plain")
     want = found.load()
-    upstream.connect(_RecordingApp())
+    upstream.connect(_RecordingApp(tmp_path))
     lookups = pybtex.plugin.entry_points
     assert lookups.__wrapped__ is uncached
     assert pybtex.plugin.find_plugin("pybtex.style.formatting", "plain") is want
@@ -59,6 +72,91 @@ def test_pybtex_finds_each_plugin_once_and_still_what_it_found_before():
         assert pybtex.plugin.find_plugin("pybtex.style.formatting", "perwatt-test-style") is Mine
     finally:
         pybtex.plugin._RUNTIME_PLUGINS["pybtex.style.formatting"].pop("perwatt-test-style")
+
+
+def _notebook_schema() -> dict:
+    from nbformat import v4
+
+    return json.loads((Path(v4.__file__).parent / v4.nbformat_schema[(None, None)]).read_text(encoding="utf-8"))
+
+
+def _notebooks() -> list[dict]:
+    """A valid notebook, then notebooks each wrong in one place the schema checks."""
+    import copy
+
+    import nbformat
+
+    good = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Prose"),
+        nbformat.v4.new_code_cell("1 + 1", execution_count=1, outputs=[
+            nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)])])
+    good = json.loads(nbformat.writes(good))
+    for position, cell in enumerate(good["cells"]):
+        cell["id"] = f"cell-{position}"  # not random: two calls make the same notebooks
+    wrong = []
+    for change in (lambda nb: nb.pop("metadata"), lambda nb: nb["cells"][0].update(cell_type="prose"),
+                   lambda nb: nb.update(nbformat_minor="5"), lambda nb: nb["cells"][1]["outputs"][0].update(output_type="x"),
+                   lambda nb: nb["cells"][1].update(id="no spaces allowed"), lambda nb: nb.update(extra=1)):
+        notebook = copy.deepcopy(good)
+        change(notebook)
+        wrong.append(notebook)
+    return [good, *wrong]
+
+
+def _verdict(validate, notebook: dict) -> tuple:
+    from fastjsonschema import JsonSchemaValueException
+
+    try:
+        validate(notebook)
+    except JsonSchemaValueException as error:
+        return error.message, error.name, error.rule
+    return ("valid",)
+
+
+def test_the_notebook_schema_validator_is_compiled_once_and_judges_as_fastjsonschema_compiles_it(tmp_path, monkeypatch):
+    import fastjsonschema
+
+    schema = _notebook_schema()
+    direct = fastjsonschema.compile(schema)
+    kept = upstream.schema_validator(schema, tmp_path)
+    assert len(list(tmp_path.glob("*.marshal"))) == 1
+    verdicts = [_verdict(direct, nb) for nb in _notebooks()]
+    assert verdicts[0] == ("valid",) and all(v != ("valid",) for v in verdicts[1:])
+    assert [_verdict(kept, nb) for nb in _notebooks()] == verdicts
+    # Later: read back, not compiled again.
+    monkeypatch.setattr(fastjsonschema, "compile_to_code", lambda *a, **k: pytest.fail("compiled again"))
+    again = upstream.schema_validator(schema, tmp_path)
+    assert [_verdict(again, nb) for nb in _notebooks()] == verdicts
+    # Another schema (nbformat relaxes one for notebooks from a later minor version) is kept apart.
+    monkeypatch.undo()
+    relaxed = {**schema, "additionalProperties": True}
+    assert _verdict(upstream.schema_validator(relaxed, tmp_path), _notebooks()[-1]) == ("valid",)
+    assert len(list(tmp_path.glob("*.marshal"))) == 2
+    # A file cut short is compiled again, not trusted.
+    for path in tmp_path.glob("*.marshal"):
+        path.write_bytes(path.read_bytes()[:100])
+    assert [_verdict(upstream.schema_validator(schema, tmp_path), nb) for nb in _notebooks()] == verdicts
+
+
+def test_nbformat_validates_through_the_kept_validator_with_the_same_errors(tmp_path, monkeypatch):
+    import nbformat
+    from nbformat import validator
+
+    def errors() -> list:
+        monkeypatch.setattr(validator, "validators", {})  # nbformat's own per-process cache, emptied
+        found = []
+        for notebook in (nb for nb in _notebooks() if isinstance(nb["nbformat_minor"], int)):  # else it asserts
+            try:
+                nbformat.validate(notebook)
+                found.append("valid")
+            except nbformat.ValidationError as error:
+                found.append(str(error))
+        return found
+
+    before = errors()
+    upstream.connect(_RecordingApp(tmp_path))
+    assert errors() == before and before[0] == "valid" and "valid" not in before[1:]
+    assert list((tmp_path / "perwatt-nbschema").glob("*.marshal"))
 
 
 BIB = """@article{one, author = {Ada Lovelace and Charles Babbage}, title = {{TITLE}}, journal = {Notes}, year = {1843}}
