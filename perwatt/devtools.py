@@ -115,7 +115,8 @@ def kernel_options() -> dict:
     there are any, each kernel's at its own absolute path, so that kernels starting at once (two
     builds and the handouts in one test run) never race for a TCP port (jupyter_client picks a
     free one, frees it and lets the kernel bind it), and no kernel warns that its TCP traffic is
-    unencrypted."""
+    unencrypted. Each kernel's client counts it ready as soon as it has answered
+    (:func:`ready_client_class`)."""
     if os.name != "posix":
         return {}
     import tempfile
@@ -132,7 +133,49 @@ def kernel_options() -> dict:
             # jupyter_client's own default is a path relative to the working folder, shared by every kernel there.
             return os.path.join(tempfile.gettempdir(), f"perwatt-kernel-{uuid.uuid4().hex}")
 
+        @default("client_factory")
+        def _ready_when_answered(self) -> type:
+            return ready_client_class()
+
     return {"kernel_manager_class": SocketFileKernelManager}
+
+
+@functools.cache
+def ready_client_class() -> type:
+    """jupyter_client's asynchronous kernel client, except that a kernel is ready once it has
+    answered a kernel_info request and its IOPub channel has delivered a message (jupyter_client's
+    own test that both channels are connected). jupyter_client then goes on reading IOPub until it
+    has been silent for 0.2 s, dropping what comes: the kernel's busy and idle notices for those
+    requests. NotebookClient reads only the messages that answer its own requests, so nothing it
+    shows changes; each kernel start takes 0.16 s less (from 0.45 s to 0.29 s to ready, in six
+    starts each way)."""
+    from queue import Empty
+
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class ReadyWhenAnsweredClient(AsyncKernelClient):
+        async def wait_for_ready(self, timeout: float | None = None) -> None:
+            give_up = time.monotonic() + (float("inf") if timeout is None else timeout)
+            while True:
+                self.kernel_info()
+                try:
+                    reply = await self.shell_channel.get_msg(timeout=1)
+                except Empty:
+                    reply = None
+                if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                    try:
+                        await self.iopub_channel.get_msg(timeout=0.2)
+                    except Empty:
+                        pass  # IOPub not connected yet: ask again
+                    else:
+                        self._handle_kernel_info_reply(reply)
+                        return
+                if not await self.is_alive():
+                    raise RuntimeError("Kernel died before replying to kernel_info")
+                if time.monotonic() > give_up:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+    return ReadyWhenAnsweredClient
 
 
 def run_chapter(name: str, timeout: float = 300) -> tuple[float, str | None]:

@@ -99,3 +99,48 @@ def test_warm_kernels_show_printed_text_and_displays_in_the_order_a_cell_made_th
                          ("stream", "stdout"), ("display_data", "text/plain")], shown
     assert texts[:2] == ["before\n", "between\n"] and texts[2] == "after\n"
     assert _text(notebook.cells[0]).count("skip_empty_flushes") == 2
+
+
+def test_a_kernel_is_ready_once_it_has_answered_and_its_first_cell_shows_only_its_own_outputs(tmp_path: Path) -> None:
+    # Its client stops reading IOPub once the kernel has answered (devtools.ready_client_class): the
+    # busy and idle notices left there are not the cell's and must not show as its outputs.
+    from nbclient import NotebookClient
+
+    from perwatt import devtools
+
+    manager_class = devtools.kernel_options()["kernel_manager_class"]
+    assert manager_class().client_factory is devtools.ready_client_class()
+    notebook = _notebook("print('printed'); display('shown'); 'value'")
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3", **devtools.kernel_options(),
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = [(o.output_type, o.get("text") or o.get("data", {}).get("text/plain")) for o in notebook.cells[0].outputs]
+    assert outputs == [("stream", "printed\n"), ("display_data", "'shown'"), ("execute_result", "'value'")]
+
+
+def test_a_client_waiting_for_a_kernel_that_died_says_so(tmp_path: Path) -> None:
+    import asyncio
+
+    from perwatt import devtools
+
+    async def wait_on_a_killed_kernel() -> dict:
+        manager = devtools.kernel_options()["kernel_manager_class"]()
+        await manager.start_kernel(cwd=str(tmp_path))
+        client = manager.client()
+        replies = []
+        handle = client._handle_kernel_info_reply
+        client._handle_kernel_info_reply = lambda msg: (replies.append(msg["content"]), handle(msg))
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=60)
+            (answered,) = replies  # ready on the kernel's reply, not before it
+            await manager.shutdown_kernel(now=True)
+            with pytest.raises(RuntimeError, match="died"):
+                await client.wait_for_ready(timeout=60)
+            return answered
+        finally:
+            client.stop_channels()
+            await manager.cleanup_resources()
+
+    answered = asyncio.run(wait_on_a_killed_kernel())
+    assert answered["status"] == "ok" and answered["implementation"] == "ipython"
