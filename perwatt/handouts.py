@@ -214,8 +214,8 @@ def _figure_caption(cell: Any, ctx: Context) -> str | None:
 def handout(chapter: Path, index: BookIndex, glue: dict[str, str], answers: bool = False):
     """One chapter as a student notebook (an ``nbformat`` node), written nowhere."""
     import nbformat
-    # The reader the build reads the chapter with; jupytext's reads the same cells (tests/test_handouts.py),
-    # and importing jupytext imports Jupyter Server's contents managers too, 0.06 s of a rebuild.
+    # The reader the build reads the chapter with; jupytext's reads the same cells (tests/test_project.py),
+    # and importing jupytext imports Jupyter Server's contents managers too, about 0.05 s of a rebuild.
     from myst_nb.core.read import read_myst_markdown_notebook
 
     ctx = Context(chapter, glue, index, answers)
