@@ -58,12 +58,17 @@ class Corpus:
 
 def corpus(markup: Iterable[str], scripts: Iterable[str]) -> Corpus:
     """The corpus of some pages' HTML and some scripts' text."""
+    return corpus_of_words(map(WORD.findall, markup), map(WORD.findall, scripts))
+
+
+def corpus_of_words(markup: Iterable[Iterable[str]], scripts: Iterable[Iterable[str]]) -> Corpus:
+    """:func:`corpus`, from the words already found in each page and each script."""
     words: set[str] = set()
-    for text in markup:
-        words.update(WORD.findall(text))
+    for found in markup:
+        words.update(found)
     prefixes: set[str] = set()
-    for text in scripts:
-        found = set(WORD.findall(text))
+    for found in scripts:
+        found = set(found)
         words |= found
         prefixes.update(word for word in found if word.endswith("-") and PREFIX.fullmatch(word))
     return Corpus(frozenset(words), tuple(sorted(prefixes)))
@@ -218,11 +223,13 @@ def prune_remembered(css: str, words: Corpus, cache: Path) -> str:
     return pruned
 
 
-def loaded_assets(site: Path, scans: iconfont.Scans | None = None) -> tuple[set[Path], set[Path]]:
-    """The local stylesheets (with those they @import) and scripts the site's pages load."""
+def loaded_assets(site: Path, scans: iconfont.Scans | None = None,
+                  pages: list[Path] | None = None) -> tuple[set[Path], set[Path]]:
+    """The local stylesheets (with those they @import) and scripts the site's pages load (``pages``,
+    if given, are :func:`iconfont.shipped_pages` of the site, already listed)."""
     site, scans = site.resolve(), scans or iconfont.Scans()
     assets: set[Path] = set()
-    for page in iconfont.shipped_pages(site):
+    for page in iconfont.shipped_pages(site) if pages is None else pages:
         assets |= iconfont.page_assets(page, page.read_text(encoding="utf-8"), site, scans)
     sheets = _with_imports({p for p in assets if p.suffix == ".css"}, site)
     return sheets, {p for p in assets if p.suffix == ".js"}
@@ -261,12 +268,13 @@ def prune_site(site: Path, leave: Collection[str] = (), cache: Path | None = Non
     # What each page and script was found to hold is kept beside the pruned sheets (iconfont.Scans).
     scans = iconfont.Scans(None if cache is None else cache / "scans.json")
 
-    def words_in(path: Path) -> str:
+    def words_in(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8")
-        return " ".join(scans("words", text, lambda: WORD.findall(text)))
+        return scans("words", text, lambda: WORD.findall(text))
 
-    sheets, scripts = loaded_assets(site, scans)
-    words = corpus(map(words_in, iconfont.shipped_pages(site)), map(words_in, sorted(scripts)))
+    pages = iconfont.shipped_pages(site)
+    sheets, scripts = loaded_assets(site, scans, pages)
+    words = corpus_of_words(map(words_in, pages), map(words_in, sorted(scripts)))
     scans.save()
     results = []
     only = None if only is None else {Path(p).resolve() for p in only}

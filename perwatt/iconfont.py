@@ -152,8 +152,13 @@ class IconUse:
 
 
 def shipped_pages(site: Path) -> list[Path]:
-    """The site's pages (not the HTML files some packages keep among their static assets)."""
-    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+    """The site's pages (not the HTML files some packages keep among their static assets). The
+    walk skips every ``_static`` folder rather than listing its files (most of the site's) to drop them."""
+    pages = []
+    for folder, subfolders, files in os.walk(site):
+        subfolders[:] = [name for name in subfolders if name != "_static"]
+        pages.extend(Path(folder) / name for name in files if name.endswith(".html"))
+    return sorted(pages)
 
 
 def find_icon_use(site: Path, icon_css: str, scans: Scans | None = None) -> IconUse:
@@ -213,6 +218,18 @@ def _subset_remembered(source: Path, target: Path, characters: Iterable[str], fl
     shutil.copyfile(kept, target)
 
 
+def _trimmed_remembered(css: str, keep: set[str], cache: Path) -> str:
+    """:func:`trim_icon_rules`, its output kept in ``cache`` under the stylesheet and the classes kept."""
+    key = hashlib.sha256("\0".join([css, *sorted(keep)]).encode()).hexdigest()
+    kept = cache / f"{key}.trimmed.css"
+    if kept.is_file():
+        return kept.read_text(encoding="utf-8")
+    trimmed = trim_icon_rules(css, keep)
+    cache.mkdir(parents=True, exist_ok=True)
+    write_whole(kept, trimmed)
+    return trimmed
+
+
 def ship_used_icons(static: Path, theme_static: Path, cache: Path | None = None) -> IconUse:
     """Cut the icon fonts and rules in the built site's ``static`` folder to what its pages use,
     from the originals in the theme's ``theme_static`` folder. With ``cache``, the cut fonts are
@@ -221,7 +238,9 @@ def ship_used_icons(static: Path, theme_static: Path, cache: Path | None = None)
     scans = Scans(None if cache is None else cache / "scans.json")
     use = find_icon_use(static.parent, icon_css, scans)
     scans.save()
-    write_whole(static / STYLESHEET, trim_icon_rules(icon_css, set(use.classes)))
+    keep = set(use.classes)
+    write_whole(static / STYLESHEET, trim_icon_rules(icon_css, keep) if cache is None else
+                _trimmed_remembered(icon_css, keep, cache))
     for name in FONTS:
         for suffix, flavor in FORMATS.items():
             source = theme_static / FONT_DIR / f"{name}{suffix}"

@@ -24,6 +24,14 @@ def words(*markup: str, scripts: tuple[str, ...] = ()) -> cssprune.Corpus:
 PAGE = '<nav class="navbar show" id="top"><a class="nav-link" href="#">x</a></nav>'
 
 
+def test_a_corpus_from_words_found_before_is_the_corpus_of_the_texts():
+    script = "el.classList.add('show'); name = 'bs-' + kind + '-auto'; x-y-"
+    texts = words(PAGE, "<p>prose</p>", scripts=(script,))
+    found = cssprune.corpus_of_words([cssprune.WORD.findall(PAGE), cssprune.WORD.findall("<p>prose</p>")],
+                                     [sorted(set(cssprune.WORD.findall(script)))])
+    assert found == texts and "bs-" in found.prefixes and found.has("bs-tooltip-auto") and found.has("prose")
+
+
 def test_a_rule_for_an_unused_class_goes_and_one_for_a_used_class_stays():
     css = ".navbar{color:red}\n.jumbotron{color:blue}\n.nav-link:hover{color:green}\n"
     assert cssprune.prune(css, words(PAGE)) == ".navbar{color:red}\n.nav-link:hover{color:green}\n"

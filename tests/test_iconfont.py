@@ -42,6 +42,28 @@ def test_trimming_drops_only_icon_rules_no_class_in_use_names():
     assert "sourceMappingURL" not in trimmed
 
 
+def test_a_trimmed_stylesheet_is_kept_and_used_again_only_for_the_same_sheet_and_classes(tmp_path, monkeypatch):
+    keep = {"fa-night", "fa-sun"}
+    expected = iconfont.trim_icon_rules(CSS, keep)
+    assert iconfont._trimmed_remembered(CSS, keep, tmp_path) == expected
+    monkeypatch.setattr(iconfont, "trim_icon_rules", lambda *a: pytest.fail("trimmed again"))
+    assert iconfont._trimmed_remembered(CSS, set(keep), tmp_path) == expected  # read back
+    monkeypatch.undo()
+    # Another class kept, or another sheet, is trimmed afresh.
+    assert "fa-dragon" in iconfont._trimmed_remembered(CSS, keep | {"fa-dragon"}, tmp_path)
+    assert iconfont._trimmed_remembered(CSS + ".x{}", keep, tmp_path).endswith(".x{}")
+    assert len(list(tmp_path.glob("*.trimmed.css"))) == 3
+
+
+def test_the_pages_are_every_html_file_outside_the_static_folders(tmp_path):
+    for name in ("index.html", "chapters/a.html", "chapters/deep/b.html", "_static/vendor.html",
+                 "chapters/_static/c.html", "chapters/notes.txt", "_sources/x.html"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    assert iconfont.shipped_pages(tmp_path) == [tmp_path / n for n in
+                                                ("_sources/x.html", "chapters/a.html", "chapters/deep/b.html", "index.html")]
+
+
 def test_classes_are_read_from_class_attributes_only():
     html = '<i class="fa-solid fa-sun fa-lg"></i><p>a sofa-bed, or fa-dragon in prose</p><span class=\'fas fa-moon\'>'
     assert iconfont.class_tokens(html) == {"fa-solid", "fa-sun", "fa-lg", "fa-moon"}
