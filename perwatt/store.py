@@ -104,11 +104,17 @@ def remembered(compute: Callable[[], Any], data_dir: str, name: str, arguments: 
             payload = pickle.dumps(value, protocol=5)
         except (pickle.PicklingError, TypeError, AttributeError):
             return value  # a result that cannot be pickled is simply not stored
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
-        with os.fdopen(handle, "wb") as out:
-            out.write(payload)
-        os.replace(temporary, path)  # readers see the whole file or none
+        write_bytes_whole(path, payload)
         return value
+
+
+def write_bytes_whole(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` so that a reader, in this process or another, finds the whole
+    file or none (a temporary file beside it, then renamed)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    with os.fdopen(handle, "wb") as out:
+        out.write(payload)
+    os.replace(temporary, path)
 
 
 def clear() -> None:

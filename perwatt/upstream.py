@@ -14,15 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-import os
 import re
 import sys
-import tempfile
 import weakref
 from importlib import metadata
 from pathlib import Path
 
 from sphinx.application import Sphinx
+
+from perwatt import store
 
 #: Upstream behaviour this extension works around, by the package and version it was seen in:
 #: package -> (version the workaround was written for, what it works around).
@@ -246,10 +246,7 @@ def schema_validator(schema: dict, folder: Path):
         name = RefResolver.from_schema(schema, handlers={}, store={}).get_scope_name()
         code = compile(fastjsonschema.compile_to_code(schema), f"<fastjsonschema {kept.stem[:12]}>", "exec")
         folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".part")
-        with os.fdopen(handle, "wb") as out:
-            out.write(marshal.dumps((name, code)))
-        os.replace(temporary, kept)  # whole or not at all, for a build running beside this one
+        store.write_bytes_whole(kept, marshal.dumps((name, code)))  # for a build running beside this one
     namespace: dict = {}
     exec(code, namespace)
     return namespace[name]
